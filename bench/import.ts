@@ -1,0 +1,189 @@
+// `npm run bench:import`: 200,000 lines through the real import flow (HTTP, storage, Kafka, consumer), fresh and unchanged, against a Postgres COPY of the same rows.
+import { execFileSync, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { createWriteStream, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import type { RequestOpts } from '@oazapfts/runtime';
+import { Kafka, logLevel } from 'kafkajs';
+import pg from 'pg';
+import { from as copyFrom } from 'pg-copy-streams';
+import { v7 as uuidv7 } from 'uuid';
+import * as api from '../generated/client.ts';
+import type { ImportJob } from '../generated/client.ts';
+import { normalizeItem } from '../domain/items/payload.ts';
+import type { NormalizedItem } from '../domain/items/payload.ts';
+import { ensureKafka } from '../scripts/kafka.ts';
+import { allTopicNames } from '../platform/kafka/topics.ts';
+
+const LINES = Number(process.env.BENCH_LINES ?? 200_000);
+const ADMIN_URL = process.env.BENCH_ADMIN_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+const DB_NAME = 'catalog_bench_import';
+const PORT = Number(process.env.BENCH_PORT ?? 18_091);
+const work = mkdtempSync(join(tmpdir(), 'catalog-bench-'));
+// This run's own topics, deleted at the end: the broker is shared with other runs.
+const TOPIC_PREFIX = `bench-import.${Date.now().toString(36)}.`;
+let brokerList: string[] = [];
+const children: ChildProcess[] = [];
+const log = (line: string) => process.stderr.write(`${line}\n`);
+
+const DESCRIPTION = 'A sturdy, well-made product for everyday use. '.repeat(4);
+
+/** A realistic item of about 500 bytes: 200,000 of them make a file just under 100 MB. */
+function line(i: number): string {
+  return JSON.stringify({
+    externalSystem: 'erp', externalId: `BENCH-${String(i).padStart(7, '0')}`, sku: `SKU-${String(i).padStart(7, '0')}`,
+    name: `Benchmark product ${i}`, description: DESCRIPTION, price: Number((10 + (i % 1000) / 7).toFixed(2)), cost: 5.5,
+    weight: 0.25, ncm: '8471.30.12', category: { name: `Category ${i % 40}` }, brand: { name: `Brand ${i % 60}` },
+    tags: [`tag${i % 11}`, `tag${i % 17}`, 'bench'], metadata: { color: ['red', 'green', 'blue'][i % 3], size: i % 50 },
+  });
+}
+
+async function writeFile(path: string): Promise<number> {
+  await pipeline(Readable.from((function* () { for (let i = 0; i < LINES; i += 1) yield `${line(i)}\n`; })()), createWriteStream(path));
+  return statSync(path).size;
+}
+
+async function recreateDatabase(): Promise<string> {
+  const admin = new pg.Client({ connectionString: ADMIN_URL });
+  await admin.connect();
+  await admin.query(`DROP DATABASE IF EXISTS ${DB_NAME} WITH (FORCE)`);
+  await admin.query(`CREATE DATABASE ${DB_NAME}`);
+  await admin.end();
+  const url = new URL(ADMIN_URL);
+  url.pathname = `/${DB_NAME}`;
+  return url.toString();
+}
+
+function serve(role: 'api' | 'consumers', env: NodeJS.ProcessEnv): ChildProcess {
+  const child = spawn(process.execPath, ['cli/main.ts', 'serve', '--role', role], { env, stdio: ['ignore', 'ignore', 'inherit'] });
+  children.push(child);
+  return child;
+}
+
+async function waitFor(check: () => Promise<boolean>, what: string, timeoutMs = 120_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check().catch(() => false))) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+/** VmHWM (peak resident set) of a process, in MB. */
+const peakRssMb = (pid: number) => Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
+
+async function importOnce(opts: RequestOpts, path: string, size: number) {
+  const began = performance.now();
+  const created = await api.createImport({ fileSizeBytes: size }, {}, opts);
+  if (created.status !== 201) throw new Error(`createImport: ${JSON.stringify(created.data)}`);
+  const put = await fetch(created.data.data.uploadUrl, {
+    method: 'PUT', headers: { 'content-type': 'application/x-ndjson' }, body: readFileSync(path),
+  });
+  if (put.status !== 200) throw new Error(`upload: ${put.status} ${await put.text()}`);
+  await api.startImport(created.data.data.jobId, opts);
+  let job: ImportJob;
+  for (;;) {
+    const answer = await api.getImport(created.data.data.jobId, opts);
+    if (answer.status !== 200) throw new Error(`getImport: ${JSON.stringify(answer.data)}`);
+    job = answer.data.data;
+    if (['completed', 'completed_with_errors', 'failed', 'cancelled'].includes(job.status)) break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  const seconds = (performance.now() - began) / 1000;
+  const processing = (Date.parse(job.finishedAt!) - Date.parse(job.startedAt!)) / 1000;
+  return { job, seconds, processing };
+}
+
+/** COPY of the same rows (as the import stores them) into a scratch copy of the items table. */
+async function copyBaseline(databaseUrl: string, catalogId: string): Promise<number> {
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  try {
+    const ids = async (table: string) => new Map((await client.query(`SELECT name_key, id FROM ${table} WHERE catalog_id = $1`, [catalogId])).rows.map((r) => [r.name_key, r.id]));
+    const categories = await ids('categories');
+    const brands = await ids('brands');
+    const csv = (v: unknown) => (v === null ? '' : `"${String(v).replaceAll('"', '""')}"`);
+    const rows: string[] = [];
+    for (let i = 0; i < LINES; i += 1) {
+      const n = normalizeItem(JSON.parse(line(i)));
+      if (!n.ok) throw new Error('benchmark line is invalid');
+      const it: NormalizedItem = n.item;
+      rows.push([uuidv7(), catalogId, it.externalSystem, it.externalId, it.sku, it.name, it.description, it.price, it.cost, it.weight,
+        it.gtin13, it.ncm, categories.get(it.category!.name.toLowerCase()) ?? null, brands.get(it.brand!.name.toLowerCase()) ?? null,
+        `{${it.tags.map((t) => `"${t}"`).join(',')}}`, JSON.stringify(it.metadata), '[]', it.trackStock, it.contentHash].map(csv).join(','));
+    }
+    await client.query('DROP TABLE IF EXISTS bench_items_copy');
+    await client.query('CREATE TABLE bench_items_copy (LIKE items INCLUDING ALL)');
+    const began = performance.now();
+    await pipeline(Readable.from(rows.map((r) => `${r}\n`)), client.query(copyFrom(
+      `COPY bench_items_copy (id, catalog_id, external_system, external_id, sku, name, description, price, cost, weight, gtin13, ncm,
+        category_id, brand_id, tags, metadata, media, track_stock, content_hash) FROM STDIN WITH (FORMAT csv)`)));
+    const seconds = (performance.now() - began) / 1000;
+    await client.query('DROP TABLE bench_items_copy');
+    return seconds;
+  } finally {
+    await client.end();
+  }
+}
+
+async function main(): Promise<void> {
+  const brokers = process.env.KAFKA_BROKERS ?? (await ensureKafka({ dataDir: resolve('.data') })).brokers.join(',');
+  brokerList = brokers.split(',');
+  const databaseUrl = await recreateDatabase();
+  const env: NodeJS.ProcessEnv = {
+    ...process.env, DATABASE_URL: databaseUrl, KAFKA_BROKERS: brokers, KAFKA_TOPIC_PREFIX: TOPIC_PREFIX,
+    PORT: String(PORT), HOST: '127.0.0.1', STORAGE_DIR: join(work, 'storage'), DATA_DIR: join(work, 'data'),
+    SIGNING_SECRET: 'bench-signing-secret-0123456789abcdef01234567', LOG_LEVEL: 'warn',
+  };
+  const cli = (...args: string[]) => execFileSync(process.execPath, ['cli/main.ts', ...args], { env, encoding: 'utf8' }).trim().split('\n').at(-1)!;
+  execFileSync(process.execPath, ['cli/main.ts', 'migrate'], { env });
+  const catalogId = cli('catalogs', 'create', '--name', 'Bench', '--owner-email', 'bench@example.com');
+  const key = cli('keys', 'create', '--catalog', catalogId, '--scopes', 'bulk_import:manage,catalog:read', '--tier', 'enterprise');
+  serve('api', env);
+  const consumers = serve('consumers', env);
+  const base = `http://127.0.0.1:${PORT}`;
+  await waitFor(async () => (await fetch(`${base}/readyz`)).ok, 'the api');
+  const path = join(work, 'bench.jsonl');
+  const size = await writeFile(path);
+  log(`file: ${LINES} lines, ${(size / 1024 / 1024).toFixed(1)} MB`);
+  const opts = { baseUrl: `${base}/api/v1/catalog`, headers: { authorization: `Bearer ${key}` } };
+
+  const fresh = await importOnce(opts, path, size);
+  const freshRss = peakRssMb(consumers.pid!);
+  log(`fresh: ${fresh.job.status} ${JSON.stringify(fresh.job.counts)}`);
+  const again = await importOnce(opts, path, size);
+  log(`unchanged: ${again.job.status} ${JSON.stringify(again.job.counts)}`);
+  const rss = peakRssMb(consumers.pid!);
+  const copy = await copyBaseline(databaseUrl, catalogId);
+
+  const rate = (n: number, s: number) => Math.round(n / s).toLocaleString('en-US');
+  const rows = [
+    ['fresh import (end to end)', `${fresh.seconds.toFixed(2)} s`, `${rate(LINES, fresh.seconds)} lines/s`],
+    ['fresh import (processing)', `${fresh.processing.toFixed(2)} s`, `${rate(LINES, fresh.processing)} lines/s`],
+    ['unchanged re-import (end to end)', `${again.seconds.toFixed(2)} s`, `${rate(LINES, again.seconds)} lines/s`],
+    ['unchanged re-import (processing)', `${again.processing.toFixed(2)} s`, `${rate(LINES, again.processing)} lines/s`],
+    ['Postgres COPY of the same rows', `${copy.toFixed(2)} s`, `${rate(LINES, copy)} rows/s`],
+  ];
+  for (const [what, time, speed] of rows) console.log(`${what!.padEnd(34)} ${time!.padStart(9)}  ${speed!.padStart(16)}`);
+  console.log(`fresh import / COPY                ${(fresh.seconds / copy).toFixed(1)}×`);
+  console.log(`consumer peak RSS                  ${freshRss.toFixed(0)} MB after the fresh import, ${rss.toFixed(0)} MB overall (file ${(size / 1024 / 1024).toFixed(1)} MB)`);
+}
+
+try {
+  await main();
+} finally {
+  await Promise.all(children.map((child) => new Promise((done) => {
+    if (child.exitCode !== null) return done(undefined);
+    child.once('exit', done);
+    child.kill('SIGTERM');
+  })));
+  rmSync(work, { recursive: true, force: true });
+  if (brokerList.length > 0) {
+    const admin = new Kafka({ brokers: brokerList, logLevel: logLevel.NOTHING }).admin();
+    await admin.connect();
+    await admin.deleteTopics({ topics: allTopicNames(TOPIC_PREFIX) }).catch(() => undefined);
+    await admin.disconnect();
+  }
+}

@@ -1,0 +1,135 @@
+// `npm run bench:items`: single upserts (created, updated, unchanged mixes) at 16 connections against
+// the service and a bare baseline, then bulk upserts of 1000-item bodies; prints both side by side.
+import { fork, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { resolve } from 'node:path';
+import autocannon from 'autocannon';
+import { createApiKey } from '../domain/access/api-keys.ts';
+import { createCatalog } from '../domain/access/catalogs.ts';
+import { openDatabase } from '../platform/db/orm.ts';
+import { createLogger } from '../platform/log/logger.ts';
+import { ensureKafka } from '../scripts/kafka.ts';
+import { freshDatabase } from '../test/helpers/database.ts';
+
+const DURATION = Number(process.env.BENCH_DURATION ?? 20);
+const CONNECTIONS = 16;
+const SERVICE_PORT = 18_091;
+const BASELINE_PORT = 18_092;
+const PATH = '/api/v1/catalog/items/upsert';
+
+const payload = (id: string, price: number) => JSON.stringify({
+  externalSystem: 'bench', externalId: id, sku: `SKU-${id}`, name: `Bench item ${id}`, price,
+  category: { name: `Category ${Number(id.replace(/\D/g, '')) % 20}` }, tags: ['bench', 'load'],
+});
+
+interface Figures { rps: number; p50: number; p99: number; errors: number }
+
+async function load(url: string, key: string, mix: 'created' | 'updated' | 'unchanged', seeded: number): Promise<Figures> {
+  let counter = 0;
+  const prefix = `${mix}-${url.slice(-4)}-${Date.now()}`;
+  const result = await autocannon({
+    url: `${url}${PATH}`,
+    connections: CONNECTIONS,
+    duration: DURATION,
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    requests: [{
+      method: 'POST',
+      setupRequest: (request) => {
+        counter += 1;
+        // created: always a new identity; updated: a seeded identity with a new price; unchanged: as seeded.
+        const body = mix === 'created' ? payload(`${prefix}-${counter}`, 10)
+          : mix === 'updated' ? payload(`seed-${counter % seeded}`, 10 + counter)
+            : payload(`seed-${counter % seeded}`, 10);
+        return { ...request, body };
+      },
+    }],
+  });
+  return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, errors: result.non2xx + result.errors };
+}
+
+async function seed(url: string, key: string, count: number): Promise<void> {
+  for (let start = 0; start < count; start += 1000) {
+    const items = Array.from({ length: Math.min(1000, count - start) }, (_, i) => JSON.parse(payload(`seed-${start + i}`, 10)));
+    await post(`${url}/api/v1/catalog/items/bulk-upsert`, key, { items });
+  }
+}
+
+async function post(url: string, key: string, body: unknown): Promise<unknown> {
+  const response = await fetch(url, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  if (!response.ok) throw new Error(`${url}: HTTP ${response.status} ${await response.text()}`);
+  return response.json();
+}
+
+async function bulk(url: string, key: string, bodies: number, fresh: boolean, run: string): Promise<number> {
+  // Bodies are serialized before the clock starts: the load generator shares the two cores.
+  const prepared = Array.from({ length: bodies }, (_, b) => JSON.stringify({
+    items: Array.from({ length: 1000 }, (_, i) => JSON.parse(payload(`bulk-${fresh ? run : 'u'}-${b}-${i}`, 10))),
+  }));
+  const started = performance.now();
+  const send = async (worker: number) => {
+    for (let b = worker; b < bodies; b += 2) {
+      const response = await fetch(`${url}/api/v1/catalog/items/bulk-upsert`, {
+        method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: prepared[b],
+      });
+      if (!response.ok) throw new Error(`bulk upsert: HTTP ${response.status} ${await response.text()}`);
+      await response.arrayBuffer();
+    }
+  };
+  await Promise.all([send(0), send(1)]);
+  return (bodies * 1000) / ((performance.now() - started) / 1000);
+}
+
+function waitFor(url: string): Promise<void> {
+  return new Promise((done, fail) => {
+    const deadline = Date.now() + 60_000;
+    const tick = () => fetch(url).then(() => done(), () => (Date.now() > deadline ? fail(new Error(`${url} never answered`)) : setTimeout(tick, 200)));
+    tick();
+  });
+}
+
+const stop = (child: ChildProcess) => new Promise<void>((done) => { child.once('exit', () => done()); child.kill('SIGTERM'); });
+
+async function main(): Promise<void> {
+  const logger = createLogger('warn', 2);
+  const { brokers } = await ensureKafka({ dataDir: resolve('.data') });
+  const databaseUrl = await freshDatabase('bench-items.test.ts');
+  const orm = await openDatabase({ databaseUrl, logger, poolSize: 2 });
+  const em = orm.em.fork();
+  const service = await createCatalog(em, { name: 'bench-service', ownerEmail: 'bench@example.com' });
+  const baseline = await createCatalog(em, { name: 'bench-baseline', ownerEmail: 'bench@example.com' });
+  // The benchmark measures throughput, not the rate limit: a key with a limit it cannot reach.
+  const { key } = await createApiKey(em, { catalogId: service.id, scopes: ['catalog:write', 'catalog:read'], tier: 'enterprise', rateLimitPerMinute: 1_000_000_000 });
+  await orm.close();
+
+  const env = { ...process.env, DATABASE_URL: databaseUrl, KAFKA_BROKERS: brokers.join(','), KAFKA_TOPIC_PREFIX: 'bench.', LOG_LEVEL: 'warn' };
+  const api = spawn(process.execPath, ['cli/main.ts', 'serve', '--role', 'api'], { env: { ...env, PORT: String(SERVICE_PORT) }, stdio: ['ignore', 'ignore', 'inherit'] });
+  const bare = fork('bench/baseline-server.ts', { env: { ...env, PORT: String(BASELINE_PORT), CATALOG_ID: baseline.id }, stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+  const serviceUrl = `http://127.0.0.1:${SERVICE_PORT}`;
+  const baselineUrl = `http://127.0.0.1:${BASELINE_PORT}`;
+  try {
+    await Promise.all([waitFor(`${serviceUrl}/healthz`), new Promise((done) => bare.once('message', done))]);
+    const seeded = 2000;
+    await seed(serviceUrl, key, seeded);
+    for (let i = 0; i < seeded; i += 1) await fetch(`${baselineUrl}${PATH}`, { method: 'POST', body: payload(`seed-${i}`, 10) }).then((r) => r.arrayBuffer());
+    console.log(`Single upserts, ${CONNECTIONS} connections, ${DURATION} s per mix (service | baseline: node:http + pg, one INSERT … ON CONFLICT):`);
+    console.log('mix        service req/s  p50 ms  p99 ms | baseline req/s  p50 ms  p99 ms | ratio  target: ≥ 50 %, p99 ≤ 25 ms');
+    for (const mix of ['created', 'updated', 'unchanged'] as const) {
+      const ours = await load(serviceUrl, key, mix, seeded);
+      const base = await load(baselineUrl, key, mix, seeded);
+      const ratio = ours.rps / base.rps;
+      console.log(`${mix.padEnd(10)} ${ours.rps.toFixed(0).padStart(13)} ${ours.p50.toFixed(1).padStart(7)} ${ours.p99.toFixed(1).padStart(7)} | ${base.rps.toFixed(0).padStart(14)} ${base.p50.toFixed(1).padStart(7)} ${base.p99.toFixed(1).padStart(7)} | ${(ratio * 100).toFixed(0).padStart(4)} %  ${ratio >= 0.5 && ours.p99 <= 25 ? 'met' : 'MISSED'}${ours.errors + base.errors > 0 ? `  (non-2xx/errors: ${ours.errors}/${base.errors})` : ''}`);
+    }
+    const bodies = Number(process.env.BENCH_BULK_BODIES ?? 30);
+    const run = Date.now().toString(36);
+    const fresh = await bulk(serviceUrl, key, bodies, true, run);
+    await bulk(serviceUrl, key, bodies, false, run);
+    const unchanged = await bulk(serviceUrl, key, bodies, false, run);
+    console.log(`Bulk upserts, 1000-item bodies × ${bodies}, 2 connections:`);
+    console.log(`fresh      ${fresh.toFixed(0).padStart(8)} items/s   target ≥ 10,000: ${fresh >= 10_000 ? 'met' : 'MISSED'}`);
+    console.log(`unchanged  ${unchanged.toFixed(0).padStart(8)} items/s   target ≥ 40,000: ${unchanged >= 40_000 ? 'met' : 'MISSED'}`);
+  } finally {
+    await Promise.all([stop(api), stop(bare)]);
+  }
+}
+
+await main();

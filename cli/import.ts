@@ -1,0 +1,196 @@
+// `catalog import FILE.jsonl [--wait] [--errors OUT.jsonl]`: the whole bulk-import dance through the generated client.
+import { randomUUID } from 'node:crypto';
+import { createReadStream, createWriteStream } from 'node:fs';
+import { access } from 'node:fs/promises';
+import { resolve } from 'node:path';
+import { Readable } from 'node:stream';
+import { finished } from 'node:stream/promises';
+import { parseArgs } from 'node:util';
+import type { RequestOpts } from '@oazapfts/runtime';
+import cliProgress from 'cli-progress';
+import * as api from '../generated/client.ts';
+import type { ImportJob } from '../generated/client.ts';
+import { splitFile } from './import-parts.ts';
+import type { FilePart } from './import-parts.ts';
+import { UsageError } from './usage-error.ts';
+
+// The spec's per-file limit; CATALOG_IMPORT_PART_BYTES lowers it (tests split small files).
+const MAX_FILE_BYTES = 100 * 1024 * 1024;
+const TERMINAL = new Set(['completed', 'completed_with_errors', 'failed', 'cancelled']);
+const API_PREFIX = '/api/v1/catalog';
+
+type Env = Record<string, string | undefined>;
+type Answer = { status: number; headers: Headers; data: unknown };
+
+const err = (line: string) => process.stderr.write(`${line}\n`);
+const out = (line: string) => process.stdout.write(`${line}\n`);
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+class ApiFailure extends Error {}
+
+/**
+ * Calls the API until it answers something other than 429 or a 5xx: waits `Retry-After` on a
+ * 429, and min(2^attempt, 60) s with jitter where no Retry-After is given (the spec's guidance).
+ */
+async function call<A extends Answer>(what: string, request: () => Promise<A>): Promise<A> {
+  for (let attempt = 1; ; attempt += 1) {
+    let answer: A | undefined;
+    try {
+      answer = await request();
+    } catch (error) {
+      if (attempt >= 8) throw new ApiFailure(`${what}: ${(error as Error).message}`);
+    }
+    if (answer && answer.status !== 429 && answer.status < 500) return answer;
+    if (answer && answer.status >= 500 && attempt >= 8) return answer;
+    const retryAfter = Number(answer?.headers.get('retry-after'));
+    const seconds = Number.isFinite(retryAfter) && retryAfter > 0
+      ? retryAfter
+      : Math.min(2 ** attempt, 60) * (0.5 + Math.random() / 2);
+    err(`${what}: ${answer ? `HTTP ${answer.status}` : 'no answer'}; waiting ${Math.ceil(seconds)} s before trying again`);
+    await sleep(seconds * 1000);
+  }
+}
+
+/** The data of a success envelope, or an ApiFailure quoting the error envelope. */
+function dataOf<T>(what: string, answer: Answer, status: number): T {
+  const body = answer.data as { success?: boolean; data?: T; error?: { code?: string; message?: string; details?: Array<{ path: string; message: string }> } };
+  if (answer.status === status && body?.success) return body.data as T;
+  const details = body?.error?.details?.map((d) => `; ${d.path}: ${d.message}`).join('') ?? '';
+  throw new ApiFailure(`${what}: HTTP ${answer.status} ${body?.error?.code ?? ''} ${body?.error?.message ?? JSON.stringify(body)}${details}`);
+}
+
+function clientOptions(env: Env): RequestOpts {
+  const key = env.CATALOG_API_KEY;
+  if (!key) throw new UsageError('CATALOG_API_KEY must hold an API key with the bulk_import:manage scope');
+  const base = (env.CATALOG_API_URL || 'http://127.0.0.1:8080').replace(/\/+$/, '');
+  return { baseUrl: base.endsWith(API_PREFIX) ? base : `${base}${API_PREFIX}`, headers: { authorization: `Bearer ${key}` } };
+}
+
+interface StartedPart {
+  part: FilePart;
+  jobId: string;
+  job?: ImportJob;
+}
+
+/** Create (with an Idempotency-Key, so retries never make two jobs), upload, start. */
+async function startPart(opts: RequestOpts, file: string, part: FilePart, index: number, count: number): Promise<StartedPart> {
+  const label = count > 1 ? `part ${index + 1}/${count}` : 'import';
+  const size = part.end - part.start;
+  const idempotencyKey = randomUUID();
+  let created: { jobId: string; uploadUrl: string; contentType: string };
+  for (;;) {
+    const answer = await call(`${label}: create job`, () => api.createImport({ fileSizeBytes: size }, { idempotencyKey }, opts));
+    const body = answer.data as { error?: { details?: Array<{ path: string }> } };
+    // Five jobs are already running: wait for one of them to finish (DESIGN §4's concurrency limit).
+    if (answer.status === 409 && body.error?.details?.[0]?.path === 'imports') {
+      err(`${label}: 5 import jobs are running in this catalog; waiting 5 s for one to finish`);
+      await sleep(5000);
+      continue;
+    }
+    created = dataOf(`${label}: create job`, answer, 201);
+    break;
+  }
+  const uploaded = await call(`${label}: upload`, async () => {
+    const response = await fetch(created.uploadUrl, {
+      method: 'PUT',
+      headers: { 'content-type': created.contentType, 'content-length': String(size) },
+      body: Readable.toWeb(createReadStream(file, { start: part.start, end: part.end - 1 })) as ReadableStream,
+      duplex: 'half',
+    } as RequestInit);
+    return { status: response.status, headers: response.headers, data: await response.text() };
+  });
+  if (uploaded.status !== 200) throw new ApiFailure(`${label}: upload refused: HTTP ${uploaded.status} ${uploaded.data.slice(0, 500)}`);
+  dataOf(`${label}: start`, await call(`${label}: start`, () => api.startImport(created.jobId, opts)), 202);
+  out(`${created.jobId}\tqueued\t${label}\tlines from ${part.firstLine}\t${size} bytes`);
+  return { part, jobId: created.jobId };
+}
+
+/** Polls the unfinished jobs and draws one progress bar over them. */
+async function waitForAll(opts: RequestOpts, started: StartedPart[]): Promise<void> {
+  const bar = new cliProgress.SingleBar({
+    format: 'importing [{bar}] {percentage}% | {value}/{total} lines | {status}',
+    stream: process.stderr,
+    hideCursor: true,
+  }, cliProgress.Presets.shades_classic);
+  bar.start(1, 0, { status: 'queued' });
+  // Quick at first (small files finish in a second), then about one request a second in all.
+  let delay = 250;
+  try {
+    for (;;) {
+      for (const entry of started.filter((s) => !s.job || !TERMINAL.has(s.job.status))) {
+        entry.job = dataOf<ImportJob>(`job ${entry.jobId}`, await call(`job ${entry.jobId}`, () => api.getImport(entry.jobId, opts)), 200);
+      }
+      const jobs = started.map((s) => s.job!);
+      const total = jobs.reduce((n, j) => n + j.counts.total, 0);
+      const processed = jobs.reduce((n, j) => n + j.counts.processed, 0);
+      const statuses = [...new Set(jobs.map((j) => j.status))].join(', ');
+      bar.setTotal(Math.max(total, 1));
+      bar.update(processed, { status: statuses });
+      if (jobs.every((j) => TERMINAL.has(j.status))) return;
+      delay = Math.min(delay * 1.5, Math.max(1000, 700 * jobs.filter((j) => !TERMINAL.has(j.status)).length));
+      await sleep(delay);
+    }
+  } finally {
+    bar.stop();
+  }
+}
+
+/** Every line error of every job, as JSONL, with line numbers of the whole file and the job's id. */
+async function writeErrors(opts: RequestOpts, started: StartedPart[], path: string): Promise<number> {
+  const stream = createWriteStream(path);
+  let written = 0;
+  for (const { jobId, part, job } of started) {
+    if (!job || job.errorCount === 0) continue;
+    let cursor: string | undefined;
+    do {
+      const page = dataOf<{ errors: api.ImportLineError[]; nextCursor: string | null }>(`errors of ${jobId}`, await call(
+        `errors of ${jobId}`, () => api.listImportErrors(jobId, { limit: 1000, ...(cursor ? { cursor } : {}) }, opts)), 200);
+      for (const error of page.errors) {
+        if (!stream.write(`${JSON.stringify({ jobId, ...error, lineNumber: part.firstLine - 1 + error.lineNumber })}\n`)) {
+          await new Promise<void>((resolve) => stream.once('drain', () => resolve()));
+        }
+        written += 1;
+      }
+      cursor = page.nextCursor ?? undefined;
+    } while (cursor);
+  }
+  stream.end();
+  await finished(stream);
+  return written;
+}
+
+export async function runImportCommand(args: string[], env: Env = process.env): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args, allowPositionals: true, strict: true, options: { wait: { type: 'boolean', default: false }, errors: { type: 'string' } },
+  });
+  if (positionals.length !== 1) throw new UsageError('import takes exactly one FILE.jsonl');
+  // `npm run catalog -- import …` runs in the project folder; paths are meant from where it was typed.
+  const base = env.INIT_CWD ?? process.cwd();
+  const file = resolve(base, positionals[0]!);
+  const errorsPath = values.errors === undefined ? undefined : resolve(base, values.errors);
+  const opts = clientOptions(env);
+  await access(file).catch(() => { throw new UsageError(`cannot read ${file}`); });
+  const maxBytes = Number(env.CATALOG_IMPORT_PART_BYTES) > 0 ? Number(env.CATALOG_IMPORT_PART_BYTES) : MAX_FILE_BYTES;
+  const parts = await splitFile(file, maxBytes);
+  if (parts.length > 1) err(`${positionals[0]} is over ${maxBytes} bytes: importing it as ${parts.length} jobs`);
+  try {
+    const started: StartedPart[] = [];
+    for (const [index, part] of parts.entries()) started.push(await startPart(opts, file, part, index, parts.length));
+    // --errors needs the finished jobs, so it waits too.
+    if (!values.wait && errorsPath === undefined) return 0;
+    await waitForAll(opts, started);
+    const sum = { total: 0, succeeded: 0, unchanged: 0, failed: 0 };
+    for (const { jobId, job } of started) {
+      const c = job!.counts;
+      out(`${jobId}\t${job!.status}\ttotal ${c.total}\tsucceeded ${c.succeeded}\tunchanged ${c.unchanged}\tfailed ${c.failed}${job!.failureReason ? `\t${job!.failureReason}` : ''}`);
+      for (const k of ['total', 'succeeded', 'unchanged', 'failed'] as const) sum[k] += c[k];
+    }
+    if (errorsPath !== undefined) err(`wrote ${await writeErrors(opts, started, errorsPath)} line errors to ${errorsPath}`);
+    out(`total ${sum.total}, succeeded ${sum.succeeded}, unchanged ${sum.unchanged}, failed ${sum.failed}`);
+    return started.every((s) => s.job!.status === 'completed' || s.job!.status === 'completed_with_errors') ? 0 : 1;
+  } catch (error) {
+    if (!(error instanceof ApiFailure)) throw error;
+    err(`catalog: ${error.message}`);
+    return 1;
+  }
+}

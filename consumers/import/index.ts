@@ -1,0 +1,100 @@
+// The import consumer: jobs from catalog.imports.v1, plus a sweeper for lapsed upload windows and orphaned jobs.
+import type { EachMessagePayload } from 'kafkajs';
+import { processImport } from '../../domain/imports/process.ts';
+import type { ImportMessage } from '../../domain/imports/jobs.ts';
+import { expireUploadWindows, jobsToResume } from '../../domain/imports/sweep.ts';
+import type { Config } from '../../platform/config/config.ts';
+import type { Orm } from '../../platform/db/orm.ts';
+import type { KafkaClient } from '../../platform/kafka/client.ts';
+import { TOPICS } from '../../platform/kafka/topics.ts';
+import type { Logger } from '../../platform/log/logger.ts';
+import { storageFor } from '../../platform/storage/storage.ts';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+// Often enough that a crashed consumer's job resumes within seconds of another one running.
+const SWEEP_MS = 3000;
+// A queued job's message normally arrives within a second; past this the sweeper takes it itself.
+const QUEUED_GRACE_SECONDS = 30;
+
+export interface ImportConsumer {
+  stop(): Promise<void>;
+}
+
+export interface ImportConsumerOptions {
+  readonly config: Config;
+  readonly kafka: KafkaClient;
+  readonly orm: Orm;
+  readonly logger: Logger;
+}
+
+export async function startImportConsumer(options: ImportConsumerOptions): Promise<ImportConsumer> {
+  const log = options.logger.child({ component: 'import-consumer' });
+  const storage = storageFor(options.config);
+  const running = new Map<string, Promise<unknown>>();
+  let stopping = false;
+
+  /** One run per job in this process; the processing lock keeps other processes off it. */
+  const runJob = (jobId: string, heartbeat?: () => Promise<void>): Promise<unknown> => {
+    const current = running.get(jobId);
+    if (current) return current;
+    const run = processImport({
+      orm: options.orm, storage, databaseUrl: options.config.databaseUrl, logger: log,
+      ...(heartbeat ? { heartbeat } : {}), stopping: () => stopping,
+    }, jobId).finally(() => running.delete(jobId));
+    running.set(jobId, run);
+    return run;
+  };
+
+  const sweep = async () => {
+    try {
+      const expired = await expireUploadWindows(options.orm.em.fork());
+      if (expired > 0) log.info({ expired }, 'cancelled jobs whose upload window lapsed');
+      for (const jobId of await jobsToResume(options.orm.em.fork(), QUEUED_GRACE_SECONDS)) {
+        if (stopping) break;
+        if (!running.has(jobId)) runJob(jobId).catch((error: unknown) => log.error({ err: error, jobId }, 'resuming an import failed'));
+      }
+    } catch (error) {
+      log.error({ err: error }, 'import sweep failed');
+    }
+  };
+
+  // The sweeper first: joining the group can wait out a dead member's session (30 s) after a crash.
+  const timer = setInterval(() => void sweep(), SWEEP_MS);
+  timer.unref();
+  void sweep();
+  // Group `<prefix>catalog.imports`: one per environment, so runs sharing a broker never rebalance each other.
+  const joining = options.kafka.runConsumer({
+    groupId: `${options.kafka.topicPrefix}catalog.imports`,
+    topics: [TOPICS.imports],
+    fromBeginning: true,
+    // Up to three jobs at a time per process, one per partition.
+    partitionsConsumedConcurrently: 3,
+    eachMessage: async ({ message, heartbeat }: EachMessagePayload) => {
+      let body: Partial<ImportMessage> | undefined;
+      try {
+        body = JSON.parse(message.value?.toString('utf8') ?? '') as Partial<ImportMessage>;
+      } catch {
+        // Logged below: retrying cannot fix a malformed record.
+      }
+      if (typeof body?.jobId !== 'string' || !UUID.test(body.jobId)) {
+        log.warn({ offset: message.offset }, 'skipped a record that is not an import job');
+        return;
+      }
+      // Throws only for what a retry can fix (database or storage down): kafkajs re-delivers.
+      const outcome = await runJob(body.jobId, heartbeat);
+      log.debug({ jobId: body.jobId, outcome }, 'import message handled');
+    },
+  });
+  const consumer = await joining.catch((error: unknown) => {
+    clearInterval(timer);
+    throw error;
+  });
+  return {
+    async stop() {
+      stopping = true;
+      clearInterval(timer);
+      await consumer.stop();
+      await Promise.allSettled([...running.values()]);
+    },
+  };
+}

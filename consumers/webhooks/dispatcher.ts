@@ -1,0 +1,264 @@
+// The delivery worker: claims due deliveries from Postgres under a lease, POSTs them, and settles the attempts in batches.
+import { randomUUID } from 'node:crypto';
+import pg from 'pg';
+import { DELIVERY_CHANNEL, claimDueDeliveries, nextDueAt, settleAttempts } from '../../domain/webhooks/delivery-queue.ts';
+import type { ClaimedDelivery, Completion } from '../../domain/webhooks/delivery-queue.ts';
+import { nextAttemptDelay } from '../../domain/webhooks/retry-schedule.ts';
+import { createSender } from '../../domain/webhooks/send-delivery.ts';
+import { deliveryHeaders, liveSecrets } from '../../domain/webhooks/signing.ts';
+import type { Config } from '../../platform/config/config.ts';
+import type { Logger } from '../../platform/log/logger.ts';
+
+export interface DispatcherOptions {
+  readonly config: Pick<Config, 'databaseUrl' | 'webhookRetryDelaysMs' | 'webhookTimeoutMs' | 'webhookDisableAfter' | 'webhookAllowHttp' | 'outboundAllowPrivate'>;
+  readonly pool: pg.Pool;
+  readonly logger: Logger;
+  /** Attempts in flight in this process. */
+  readonly maxInFlight?: number;
+  /** Attempts in flight per webhook, so one slow receiver cannot take every slot. */
+  readonly maxInFlightPerWebhook?: number;
+  /** Longest nap when nothing is due (other instances may schedule work without notifying us). */
+  readonly pollIntervalMs?: number;
+  /** Called after a batch disabled webhooks (their owners are to be e-mailed). */
+  readonly onDisabled?: (webhookIds: string[]) => void;
+}
+
+export interface Dispatcher {
+  start(): Promise<void>;
+  /** How long a claim lasts; deliveries handed over with `attempt` must carry a lease this long. */
+  readonly leaseMs: number;
+  /** Takes up to `wanted` slots for deliveries the caller claims itself; give back unused ones. */
+  reserve(wanted: number): number;
+  release(slots: number): void;
+  /** Attempts deliveries the caller already leased, each on a slot it reserved. */
+  attemptNow(deliveries: readonly ClaimedDelivery[]): void;
+  /** Stops claiming, lets the attempts in flight finish (each ends by its timeout), settles them. */
+  stop(): Promise<void>;
+  readonly stats: { claimed: number; succeeded: number; failed: number; flushes: number; claimMs: number; settleMs: number };
+}
+
+// Settling in batches keeps Postgres at a few statements per batch rather than per delivery.
+const FLUSH_SIZE = 200;
+const FLUSH_DELAY_MS = 5;
+
+export function createDispatcher(options: DispatcherOptions): Dispatcher {
+  const { config, pool } = options;
+  const log = options.logger.child({ component: 'webhook-dispatcher' });
+  const maxInFlight = options.maxInFlight ?? 512;
+  const perWebhook = options.maxInFlightPerWebhook ?? 128;
+  const pollIntervalMs = options.pollIntervalMs ?? 1000;
+  // The lease outlives any attempt (bounded by the timeout) with room for settling it; a worker
+  // that dies leaves its deliveries due again once it ends.
+  const leaseMs = 2 * config.webhookTimeoutMs + 2000;
+  const sender = createSender({ timeoutMs: config.webhookTimeoutMs, allowPrivate: config.outboundAllowPrivate, allowHttp: config.webhookAllowHttp });
+  const stats = { claimed: 0, succeeded: 0, failed: 0, flushes: 0, claimMs: 0, settleMs: 0 };
+
+  let running = false;
+  let loop: Promise<void> | undefined;
+  let listener: pg.Client | undefined;
+  let woken = false;
+  let wake: (() => void) | undefined;
+  const inFlightByWebhook = new Map<string, number>();
+  let inFlight = 0;
+  // Set while the loop waits for a free slot: only then does a finished attempt wake it (a claim
+  // per finished attempt would cost a query per delivery for nothing).
+  let waitingForRoom = false;
+  const attempts = new Set<Promise<void>>();
+  let pending: Completion[] = [];
+  let flushTimer: NodeJS.Timeout | undefined;
+  let flushing: Promise<void> = Promise.resolve();
+  const settleFailures = new WeakMap<Completion, number>();
+
+  const poke = () => {
+    woken = true;
+    wake?.();
+  };
+
+  const nap = (ms: number) => new Promise<void>((done) => {
+    if (woken || !running) {
+      woken = false;
+      return done();
+    }
+    const timer = setTimeout(finish, Math.max(0, ms));
+    function finish() {
+      clearTimeout(timer);
+      wake = undefined;
+      woken = false;
+      done();
+    }
+    wake = finish;
+  });
+
+  async function listen(): Promise<void> {
+    const client = new pg.Client({ connectionString: config.databaseUrl });
+    client.on('notification', poke);
+    client.on('error', (error) => {
+      log.warn({ err: error }, 'LISTEN connection lost; polling until it is back');
+      if (listener === client) listener = undefined;
+      client.end().catch(() => undefined);
+    });
+    await client.connect();
+    await client.query(`LISTEN ${DELIVERY_CHANNEL}`);
+    listener = client;
+  }
+
+  function flushSoon(): void {
+    if (pending.length >= FLUSH_SIZE) {
+      clearTimeout(flushTimer);
+      flushTimer = undefined;
+      void flush();
+    } else {
+      flushTimer ??= setTimeout(() => {
+        flushTimer = undefined;
+        void flush();
+      }, FLUSH_DELAY_MS);
+    }
+  }
+
+  /** One flush at a time; a failed one keeps its completions for the next (leases cover the gap). */
+  function flush(): Promise<void> {
+    flushing = flushing.then(async () => {
+      if (pending.length === 0) return;
+      const batch = pending;
+      pending = [];
+      const client = await pool.connect().catch((error: unknown) => {
+        log.warn({ err: error }, 'cannot settle attempts: no database connection');
+        return undefined;
+      });
+      if (!client) {
+        pending = [...batch, ...pending];
+        setTimeout(flushSoon, 1000).unref();
+        return;
+      }
+      let broken: Error | undefined;
+      try {
+        const settling = performance.now();
+        const disabled = await settleAttempts(client, batch, config.webhookDisableAfter);
+        stats.flushes += 1;
+        stats.settleMs += Math.round(performance.now() - settling);
+        if (disabled.length > 0) {
+          log.warn({ webhookIds: disabled }, 'webhooks disabled after consecutive exhausted deliveries');
+          options.onDisabled?.(disabled);
+        }
+        // A retry due sooner than the next poll: wake up for it.
+        const soonest = Math.min(...batch.map((c) => c.nextDelayMs ?? Infinity));
+        if (Number.isFinite(soonest)) setTimeout(poke, soonest).unref();
+      } catch (error) {
+        // A connection that failed mid-statement is not given back to the pool.
+        broken = error as Error;
+        // Kept for another try, a few times: past that the deliveries' leases end and they are
+        // simply attempted again, so dropping loses no delivery (only these attempts' log lines).
+        const retry = batch.filter((c) => (settleFailures.set(c, (settleFailures.get(c) ?? 0) + 1).get(c) ?? 0) < 5);
+        log.warn({ err: error, completions: batch.length, dropped: batch.length - retry.length }, 'settling attempts failed; will retry');
+        pending = [...retry, ...pending];
+        setTimeout(flushSoon, 1000).unref();
+      } finally {
+        client.release(broken);
+      }
+    });
+    return flushing;
+  }
+
+  async function attempt(delivery: ClaimedDelivery): Promise<void> {
+    const body = Buffer.from(delivery.payload, 'utf8');
+    const headers = deliveryHeaders({
+      eventId: delivery.eventId,
+      eventType: delivery.eventType,
+      body,
+      secrets: liveSecrets(delivery),
+      timestamp: Math.floor(Date.now() / 1000),
+    });
+    const startedAt = new Date();
+    const outcome = await sender.send(delivery.url, headers, body);
+    const nextDelayMs = outcome.ok ? null : nextAttemptDelay(delivery.attemptCount, config.webhookRetryDelaysMs, outcome.retryAfterMs);
+    if (outcome.ok) stats.succeeded += 1;
+    else stats.failed += 1;
+    pending.push({ delivery, startedAt, outcome, exhausted: !outcome.ok && nextDelayMs === null, nextDelayMs });
+    flushSoon();
+  }
+
+  function launch(delivery: ClaimedDelivery, reserved = false): void {
+    if (!reserved) inFlight += 1;
+    inFlightByWebhook.set(delivery.webhookId, (inFlightByWebhook.get(delivery.webhookId) ?? 0) + 1);
+    const task = attempt(delivery)
+      .catch((error: unknown) => log.error({ err: error, deliveryId: delivery.id }, 'delivery attempt crashed; its lease will expire'))
+      .finally(() => {
+        inFlight -= 1;
+        const left = (inFlightByWebhook.get(delivery.webhookId) ?? 1) - 1;
+        if (left === 0) inFlightByWebhook.delete(delivery.webhookId);
+        else inFlightByWebhook.set(delivery.webhookId, left);
+        attempts.delete(task);
+        if (waitingForRoom) poke();
+      });
+    attempts.add(task);
+  }
+
+  async function run(): Promise<void> {
+    let backoff = 0;
+    while (running) {
+      try {
+        if (listener === undefined) await listen().catch((error: unknown) => log.warn({ err: error }, 'LISTEN failed; polling'));
+        const room = Math.min(maxInFlight - inFlight, FLUSH_SIZE);
+        if (room <= 0) {
+          waitingForRoom = true;
+          await nap(pollIntervalMs);
+          waitingForRoom = false;
+          continue;
+        }
+        const saturated = [...inFlightByWebhook].filter(([, n]) => n >= perWebhook).map(([id]) => id);
+        const claiming = performance.now();
+        const claimed = await claimDueDeliveries(pool, { limit: room, leaseMs, leaseToken: randomUUID(), skipWebhooks: saturated });
+        stats.claimMs += Math.round(performance.now() - claiming);
+        backoff = 0;
+        stats.claimed += claimed.length;
+        for (const delivery of claimed) launch(delivery);
+        if (claimed.length === room) continue;
+        // Nothing more due now: sleep until the next scheduled attempt, a NOTIFY or a free slot.
+        const due = await nextDueAt(pool);
+        const untilDue = due === null ? pollIntervalMs : due.getTime() - Date.now();
+        await nap(Math.min(pollIntervalMs, Math.max(untilDue, claimed.length === 0 && untilDue <= 0 ? 50 : 0)));
+      } catch (error) {
+        backoff = Math.min(backoff === 0 ? 250 : backoff * 2, 10_000);
+        log.warn({ err: error, retryInMs: backoff }, 'claiming deliveries failed');
+        await nap(backoff);
+      }
+    }
+  }
+
+  return {
+    stats,
+    leaseMs,
+    reserve(wanted) {
+      const granted = running ? Math.max(0, Math.min(wanted, maxInFlight - inFlight)) : 0;
+      inFlight += granted;
+      return granted;
+    },
+    release(slots) {
+      inFlight -= slots;
+      if (slots > 0 && waitingForRoom) poke();
+    },
+    attemptNow(deliveries) {
+      for (const delivery of deliveries) launch(delivery, true);
+    },
+    async start() {
+      if (running) return;
+      running = true;
+      await listen().catch((error: unknown) => log.warn({ err: error }, 'LISTEN failed; polling'));
+      loop = run();
+      log.info({ maxInFlight, perWebhook, leaseMs, timeoutMs: config.webhookTimeoutMs }, 'webhook dispatcher started');
+    },
+    async stop() {
+      if (!running) return;
+      running = false;
+      wake?.();
+      await loop;
+      await Promise.allSettled([...attempts]);
+      clearTimeout(flushTimer);
+      await flush();
+      await listener?.end().catch(() => undefined);
+      listener = undefined;
+      await sender.close();
+      log.info(stats, 'webhook dispatcher stopped');
+    },
+  };
+}

@@ -1,0 +1,90 @@
+// The fan-out consumer: every event on catalog.events.v1 becomes one pending delivery per matching webhook of its catalog.
+import { randomUUID } from 'node:crypto';
+import type pg from 'pg';
+import type { KafkaMessage } from 'kafkajs';
+import { createDeliveries } from '../../domain/webhooks/fan-out.ts';
+import type { FanOutEvent } from '../../domain/webhooks/fan-out.ts';
+import type { KafkaClient, RunningConsumer } from '../../platform/kafka/client.ts';
+import { TOPICS } from '../../platform/kafka/topics.ts';
+import type { Logger } from '../../platform/log/logger.ts';
+import type { Dispatcher } from './dispatcher.ts';
+
+// Slots asked of the dispatcher per event: about one per webhook it reaches; deliveries beyond
+// them go through the schedule like retries do.
+const SLOTS_PER_EVENT = 8;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+export interface FanOutOptions {
+  readonly kafka: KafkaClient;
+  readonly pool: pg.Pool;
+  readonly logger: Logger;
+  /** The ladder's first delay (0 by default: the first attempt is immediate). */
+  readonly firstDelayMs: number;
+  /** This process's dispatcher: it attempts the new deliveries it has room for at once. */
+  readonly dispatcher: Dispatcher;
+}
+
+/** Reads one record as an event, or undefined (logged) for a record no webhook could receive. */
+export function toFanOutEvent(message: KafkaMessage, logger: Logger): FanOutEvent | undefined {
+  const payload = message.value?.toString('utf8');
+  if (!payload) return undefined;
+  try {
+    const event = JSON.parse(payload) as Partial<Record<'id' | 'type' | 'catalogId' | 'createdAt', unknown>>;
+    if (typeof event.id === 'string' && UUID.test(event.id) && typeof event.catalogId === 'string' && UUID.test(event.catalogId)
+      && typeof event.type === 'string' && typeof event.createdAt === 'string' && !Number.isNaN(Date.parse(event.createdAt))) {
+      return { id: event.id, catalogId: event.catalogId, type: event.type, createdAt: event.createdAt, payload };
+    }
+  } catch {
+    // Logged below: a malformed record is skipped for good, retrying cannot fix it.
+  }
+  logger.warn({ offset: message.offset, key: message.key?.toString() }, 'skipped a record that is not a catalog event');
+  return undefined;
+}
+
+/**
+ * Group `<prefix>catalog.webhooks.fan-out`: one per environment, so test runs and environments
+ * sharing a broker never rebalance each other. Offsets are committed after each batch's insert
+ * commits; a crash re-reads the batch and the unique (webhook, event) pair drops the repeats.
+ */
+export async function startFanOut(options: FanOutOptions): Promise<RunningConsumer> {
+  const log = options.logger.child({ component: 'webhook-fan-out' });
+  const stats = { batches: 0, events: 0, created: 0, leased: 0, insertMs: 0 };
+  const consumer = await options.kafka.runConsumer({
+    groupId: `${options.kafka.topicPrefix}catalog.webhooks.fan-out`,
+    topics: [TOPICS.events],
+    // A new group starts at the beginning; events older than a webhook never reach it anyway.
+    fromBeginning: true,
+    partitionsConsumedConcurrently: 3,
+    eachBatch: async ({ batch, heartbeat }) => {
+      const events = batch.messages.map((m) => toFanOutEvent(m, log)).filter((e): e is FanOutEvent => e !== undefined);
+      const { dispatcher } = options;
+      const slots = dispatcher.reserve(events.length * SLOTS_PER_EVENT);
+      try {
+        // Throws on a database failure: kafkajs retries the batch, nothing is committed past it.
+        const inserting = performance.now();
+        const { created, leased } = await createDeliveries(options.pool, events, {
+          firstDelayMs: options.firstDelayMs, leaseSlots: slots, leaseMs: dispatcher.leaseMs, leaseToken: randomUUID(),
+        });
+        stats.insertMs += Math.round(performance.now() - inserting);
+        stats.batches += 1;
+        stats.events += events.length;
+        stats.created += created;
+        stats.leased += leased.length;
+        dispatcher.release(slots - leased.length);
+        dispatcher.attemptNow(leased);
+        if (created > 0) log.debug({ partition: batch.partition, events: events.length, created, leased: leased.length }, 'deliveries created');
+      } catch (error) {
+        dispatcher.release(slots);
+        throw error;
+      }
+      await heartbeat();
+    },
+  });
+  return {
+    consumer: consumer.consumer,
+    async stop() {
+      await consumer.stop();
+      log.info(stats, 'webhook fan-out stopped');
+    },
+  };
+}

@@ -1,0 +1,29 @@
+// Catalogs: the tenants. Every API key, item, job and webhook belongs to exactly one.
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { v7 as uuidv7 } from 'uuid';
+import { Catalog } from '../../platform/db/entities/catalogs.ts';
+import { conflict, notFound, validationError } from '../errors.ts';
+
+const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+export async function createCatalog(em: EntityManager, input: { name: string; ownerEmail: string }): Promise<Catalog> {
+  const name = input.name.trim();
+  const details = [];
+  if (name.length < 1 || name.length > 200) details.push({ path: 'name', message: 'must be 1 to 200 characters' });
+  if (!EMAIL.test(input.ownerEmail)) details.push({ path: 'ownerEmail', message: 'must be an e-mail address' });
+  if (details.length > 0) throw validationError(details);
+  if (await em.findOne(Catalog, { name })) throw conflict(`A catalog named "${name}" already exists.`);
+  const catalog = em.create(Catalog, { id: uuidv7(), name, ownerEmail: input.ownerEmail.trim(), createdAt: new Date() });
+  await em.flush();
+  return catalog;
+}
+
+/** Finds a catalog by its id or, failing that, by its exact name. */
+export async function findCatalog(em: EntityManager, nameOrId: string): Promise<Catalog> {
+  const catalog = UUID.test(nameOrId)
+    ? await em.findOne(Catalog, { id: nameOrId.toLowerCase() })
+    : await em.findOne(Catalog, { name: nameOrId.trim() });
+  if (!catalog) throw notFound(`Catalog "${nameOrId}"`);
+  return catalog;
+}

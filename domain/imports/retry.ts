@@ -1,0 +1,85 @@
+// Retry: a new, already queued job over only the failed lines of a finished job, copied byte for byte.
+import { createReadStream, createWriteStream } from 'node:fs';
+import { mkdtemp, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Readable, Writable } from 'node:stream';
+import { finished } from 'node:stream/promises';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { v7 as uuidv7 } from 'uuid';
+import type { ImportRetryCreated } from '../../generated/client.ts';
+import type { ObjectStorage } from '../../platform/storage/storage.ts';
+import { importPath } from '../../platform/storage/storage.ts';
+import { conflict } from '../errors.ts';
+import { assertCapacity, enqueue, findJob } from './jobs.ts';
+import { TERMINAL, jobView } from './view.ts';
+
+const LF = 0x0a;
+
+export async function retryImport(em: EntityManager, storage: ObjectStorage, catalogId: string, jobId: string): Promise<ImportRetryCreated> {
+  const original = await findJob(em, catalogId, jobId);
+  if (!TERMINAL.has(original.status)) {
+    throw conflict(`job is ${original.status}; only a finished job can be retried`, [{ path: 'status', message: `is ${original.status}` }]);
+  }
+  const rows = await em.execute<Array<{ line_number: number }>>('SELECT line_number FROM import_errors WHERE job_id = ? ORDER BY line_number', [jobId]);
+  if (rows.length === 0) throw conflict('job has no failed lines to retry', [{ path: 'errorCount', message: 'is 0' }]);
+  await assertCapacity(em, catalogId, false);
+
+  const newJobId = uuidv7();
+  const storagePath = importPath(catalogId, newJobId);
+  const folder = await mkdtemp(join(tmpdir(), 'catalog-retry-'));
+  try {
+    const file = join(folder, 'lines.jsonl');
+    const out = createWriteStream(file);
+    await copyLines(await storage.read(original.storage_path), new Set(rows.map((r) => r.line_number)), out);
+    out.end();
+    await finished(out);
+    const sizeBytes = (await stat(file)).size;
+    await storage.write(storagePath, createReadStream(file), sizeBytes);
+    try {
+      const run = async (tx: EntityManager) => {
+        await assertCapacity(tx, catalogId);
+        await tx.execute(
+          `INSERT INTO import_jobs (id, catalog_id, status, dry_run, file_size_bytes, storage_path, uploaded_at, upload_expires_at, queued_at, retry_of)
+           VALUES (?, ?, 'queued', ?, ?, ?, now(), NULL, now(), ?)`,
+          [newJobId, catalogId, original.dry_run, sizeBytes, storagePath, jobId],
+        );
+        await enqueue(tx, { jobId: newJobId, catalogId });
+        return jobView(await findJob(tx, catalogId, newJobId));
+      };
+      const job = em.isInTransaction() ? await run(em) : await em.transactional(run);
+      return { jobId: newJobId, retryOf: jobId, storagePath, job };
+    } catch (error) {
+      await storage.remove(storagePath).catch(() => undefined);
+      throw error;
+    }
+  } finally {
+    await rm(folder, { recursive: true, force: true });
+  }
+}
+
+/** Streams `source`, writing the lines whose 1-based numbers are in `wanted`, each ending in LF. */
+async function copyLines(source: Readable, wanted: ReadonlySet<number>, out: Writable): Promise<void> {
+  let lineNumber = 1;
+  let lineOpen = false;
+  const write = async (bytes: Buffer) => {
+    if (!out.write(bytes)) await new Promise((resolve) => out.once('drain', resolve));
+  };
+  for await (const chunk of source as AsyncIterable<Buffer>) {
+    let start = 0;
+    while (start < chunk.length) {
+      const lf = chunk.indexOf(LF, start);
+      const end = lf < 0 ? chunk.length : lf + 1;
+      if (wanted.has(lineNumber)) await write(Buffer.from(chunk.subarray(start, end)));
+      if (lf < 0) {
+        lineOpen = true;
+        break;
+      }
+      lineOpen = false;
+      lineNumber += 1;
+      start = end;
+    }
+  }
+  // The file's last line had no LF: end it, so lines stay apart.
+  if (lineOpen && wanted.has(lineNumber)) await write(Buffer.from([LF]));
+}

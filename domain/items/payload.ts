@@ -1,0 +1,328 @@
+// The one validator and normalizer of an item payload (single upsert, bulk element, import line).
+import { readFileSync } from 'node:fs';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import type { ErrorObject, ValidateFunction } from 'ajv';
+import formats from 'ajv-formats';
+import { parse } from 'yaml';
+import type { ItemPayload, MediaRole } from '../../generated/client.ts';
+import type { ErrorDetail } from '../errors.ts';
+import { hashNormalizedUrl, normalizeMediaUrl } from '../media/source-url.ts';
+import { hashPayload } from './content-hash.ts';
+
+const addFormats = formats.default;
+// Read directly rather than through platform/http/contract.ts: domain code must not load the HTTP stack.
+const CONTRACT_URL = new URL('../../openapi.yaml', import.meta.url);
+
+export interface NormalizedMedia {
+  /** As given, trimmed; what the downloader fetches. */
+  url: string;
+  normalizedUrl: string;
+  sourceUrlHash: string;
+  role: MediaRole;
+  sortOrder: number;
+}
+
+export interface NormalizedItem {
+  externalSystem: string;
+  externalId: string;
+  sku: string | null;
+  name: string;
+  description: string | null;
+  price: number | null;
+  cost: number | null;
+  weight: number | null;
+  gtin13: string | null;
+  /** 8 digits, dots stripped. */
+  ncm: string | null;
+  category: { name: string } | null;
+  brand: { name: string } | null;
+  /** Trimmed, NFC, de-duplicated, sorted by code point; [] when absent. */
+  tags: string[];
+  /** NFC keys and strings; null when absent or empty. */
+  metadata: Record<string, unknown> | null;
+  /** Ordered by (sortOrder, normalizedUrl); [] when absent. */
+  media: NormalizedMedia[];
+  trackStock: boolean;
+  contentHash: string;
+}
+
+export type NormalizeResult =
+  | { ok: true; item: NormalizedItem }
+  | { ok: false; details: ErrorDetail[]; externalId?: string };
+
+type Json = Record<string, unknown>;
+
+const METADATA_MAX_BYTES = 16 * 1024; // DESIGN §4: metadata ≤ 16 KB serialized
+const MAX_DECIMALS = 4; // DESIGN §4: price and cost have at most 4 decimals
+const TEXT_FIELDS = ['externalSystem', 'externalId', 'sku', 'name', 'description', 'gtin13', 'ncm'] as const;
+const PATTERN_MESSAGES: Record<string, string> = {
+  externalSystem: 'must contain only letters, digits and the characters . _ : -',
+  gtin13: 'must have exactly 13 digits',
+  ncm: 'must have 8 digits (NNNNNNNN or NNNN.NN.NN)',
+  url: 'must be an absolute http or https URL',
+};
+const TYPE_NAMES: Record<string, string> = {
+  string: 'a string', number: 'a number', integer: 'an integer', boolean: 'a boolean',
+  object: 'an object', array: 'an array', null: 'null',
+};
+
+let validator: ValidateFunction | undefined;
+
+// Compiled once, on first use, from the contract itself so that the schema has one source.
+function itemPayloadValidator(): ValidateFunction {
+  if (validator) return validator;
+  const document = parse(readFileSync(CONTRACT_URL, 'utf8')) as { components: { schemas: Json } };
+  const ajv = new Ajv2020({ allErrors: true, strict: false, strictNumbers: true });
+  addFormats(ajv);
+  validator = ajv.compile({
+    $id: 'urn:catalog-service:item-payload',
+    $ref: '#/components/schemas/ItemPayload',
+    components: { schemas: document.components.schemas },
+  });
+  return validator;
+}
+
+const isObject = (value: unknown): value is Json =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+const text = (value: string) => value.trim().normalize('NFC');
+
+/** Trims and NFC-normalizes text the way the payload does; for identity path parameters too. */
+export const normalizeText = text;
+
+// Strings are trimmed and NFC-normalized before the schema runs, so that length limits apply to the
+// value that is stored. The input is never mutated.
+function prepare(input: Json): Json {
+  const out: Json = { ...input };
+  for (const field of TEXT_FIELDS) {
+    const value = out[field];
+    if (typeof value === 'string') out[field] = text(value);
+  }
+  if (out.description === '') out.description = null; // an empty description is no description
+  for (const field of ['category', 'brand']) {
+    const value = out[field];
+    if (isObject(value) && typeof value.name === 'string') out[field] = { ...value, name: text(value.name) };
+  }
+  if (Array.isArray(out.tags)) out.tags = out.tags.map((t: unknown) => (typeof t === 'string' ? text(t) : t));
+  if (Array.isArray(out.media)) {
+    out.media = out.media.map((m: unknown) => (isObject(m) && typeof m.url === 'string' ? { ...m, url: m.url.trim() } : m));
+  }
+  return out;
+}
+
+function joinPath(base: string, segments: readonly (string | number)[]): string {
+  return segments.length === 0 ? base.replace(/\.$/, '') : base + segments.join('.');
+}
+
+function ajvDetail(error: ErrorObject, base: string): ErrorDetail | undefined {
+  if (error.schemaPath.includes('/anyOf/')) return undefined; // the anyOf error itself says it once
+  const segments = error.instancePath === ''
+    ? []
+    : error.instancePath.slice(1).split('/').map((s) => s.replaceAll('~1', '/').replaceAll('~0', '~'));
+  const params = error.params as Record<string, unknown>;
+  const field = segments.findLast((s) => !/^\d+$/.test(s)) ?? '';
+  let message: string;
+  switch (error.keyword) {
+    case 'required':
+      segments.push(String(params.missingProperty));
+      message = 'is required';
+      break;
+    case 'additionalProperties':
+      segments.push(String(params.additionalProperty));
+      message = 'is not a known field';
+      break;
+    case 'type': {
+      const types = ([] as unknown[]).concat(params.type).map((t) => TYPE_NAMES[String(t)] ?? String(t));
+      message = `must be ${types.join(' or ')}`;
+      break;
+    }
+    case 'minLength':
+      message = params.limit === 1 ? 'must not be empty' : `must have at least ${params.limit} characters`;
+      break;
+    case 'maxLength':
+      message = `must have at most ${params.limit} characters`;
+      break;
+    case 'maxItems':
+      message = `must have at most ${params.limit} entries`;
+      break;
+    case 'minimum':
+      message = params.limit === 0 ? 'must not be negative' : `must be at least ${params.limit}`;
+      break;
+    case 'maximum':
+      message = `must be at most ${params.limit}`;
+      break;
+    case 'enum':
+      message = `must be one of: ${(params.allowedValues as unknown[]).join(', ')}`;
+      break;
+    case 'pattern':
+    case 'format':
+      message = PATTERN_MESSAGES[field] ?? 'has an invalid format';
+      break;
+    case 'anyOf':
+      message = field === 'metadata' ? 'must be an object or null' : 'is not valid';
+      break;
+    default:
+      message = error.message ?? 'is not valid';
+  }
+  return { path: joinPath(base, segments), message };
+}
+
+/** Number of decimal places of the shortest round-trip form of n (19.99 → 2, 1e-7 → 7). */
+function decimalPlaces(n: number): number {
+  const match = /^-?\d+(?:\.(\d+))?(?:e([+-]\d+))?$/.exec(String(n));
+  if (!match) return 0;
+  return Math.max(0, (match[1]?.length ?? 0) - Number(match[2] ?? 0));
+}
+
+/** GS1 mod-10: weights 1,3,1,3… over the first 12 digits. */
+function validGtin13(gtin: string): boolean {
+  let sum = 0;
+  for (let i = 0; i < 12; i++) sum += (gtin.charCodeAt(i) - 48) * (i % 2 === 0 ? 1 : 3);
+  return (10 - (sum % 10)) % 10 === gtin.charCodeAt(12) - 48;
+}
+
+// Sort by Unicode code point (plain `<` compares UTF-16 code units, which differs above U+FFFF).
+function compareCodePoints(a: string, b: string): number {
+  const length = Math.min(a.length, b.length);
+  for (let i = 0; i < length; i++) {
+    if (a.charCodeAt(i) !== b.charCodeAt(i)) return a.codePointAt(i)! - b.codePointAt(i)!;
+  }
+  return a.length - b.length;
+}
+
+// Metadata is free-form: keys and strings are NFC-normalized but not trimmed. Two keys that become equal
+// under NFC would silently lose a value, so they are an error; so are lone surrogates (not storable).
+function normalizeJson(value: unknown, path: string, details: ErrorDetail[]): unknown {
+  if (typeof value === 'string') {
+    if (!value.isWellFormed()) details.push({ path, message: 'must be valid Unicode text' });
+    return value.normalize('NFC');
+  }
+  if (Array.isArray(value)) return value.map((v, i) => normalizeJson(v, `${path}.${i}`, details));
+  if (typeof value !== 'object' || value === null) return value;
+  const seen = new Set<string>();
+  const entries: Array<[string, unknown]> = [];
+  for (const [key, v] of Object.entries(value)) {
+    const name = key.normalize('NFC');
+    if (!key.isWellFormed()) details.push({ path: `${path}.${name}`, message: 'must be valid Unicode text' });
+    if (seen.has(name)) details.push({ path: `${path}.${name}`, message: 'is the same key as another one after Unicode normalization' });
+    seen.add(name);
+    entries.push([name, normalizeJson(v, `${path}.${name}`, details)]);
+  }
+  return Object.fromEntries(entries); // fromEntries keeps a "__proto__" key as data, never as a prototype
+}
+
+function checkMetadata(metadata: Json, base: string, details: ErrorDetail[]): Json | null {
+  let serialized: string;
+  try {
+    serialized = JSON.stringify(metadata);
+  } catch {
+    details.push({ path: `${base}metadata`, message: 'must be plain JSON' });
+    return null;
+  }
+  if (Buffer.byteLength(serialized, 'utf8') > METADATA_MAX_BYTES) {
+    details.push({ path: `${base}metadata`, message: `must be at most ${METADATA_MAX_BYTES} bytes as JSON` });
+    return null;
+  }
+  const normalized = normalizeJson(metadata, `${base}metadata`, details) as Json;
+  return Object.keys(normalized).length === 0 ? null : normalized;
+}
+
+function checkMedia(media: readonly Json[], base: string, details: ErrorDetail[]): NormalizedMedia[] {
+  const out: NormalizedMedia[] = [];
+  const firstIndexOf = new Map<string, number>();
+  let primaryAt = -1;
+  media.forEach((entry, i) => {
+    const url = entry.url as string;
+    let normalizedUrl: string;
+    try {
+      if (!url.isWellFormed()) throw new TypeError('lone surrogate');
+      normalizedUrl = normalizeMediaUrl(url);
+    } catch {
+      details.push({ path: `${base}media.${i}.url`, message: PATTERN_MESSAGES.url! });
+      return;
+    }
+    const role = (entry.role as MediaRole | undefined) ?? 'gallery';
+    if (role === 'primary') {
+      if (primaryAt >= 0) details.push({ path: `${base}media.${i}.role`, message: `must not be primary: media.${primaryAt} already is (at most one primary)` });
+      else primaryAt = i;
+    }
+    const first = firstIndexOf.get(normalizedUrl);
+    if (first !== undefined) details.push({ path: `${base}media.${i}.url`, message: `is the same image as media.${first}.url` });
+    else firstIndexOf.set(normalizedUrl, i);
+    const sortOrder = (entry.sortOrder as number | undefined) ?? 0;
+    out.push({ url, normalizedUrl, sourceUrlHash: hashNormalizedUrl(normalizedUrl), role, sortOrder: sortOrder === 0 ? 0 : sortOrder });
+  });
+  return out.sort((a, b) => a.sortOrder - b.sortOrder || (a.normalizedUrl < b.normalizedUrl ? -1 : a.normalizedUrl > b.normalizedUrl ? 1 : 0));
+}
+
+// Rules the schema cannot say (DESIGN §4). Runs on a payload that passed the schema.
+function checkRules(p: ItemPayload, base: string, details: ErrorDetail[]) {
+  for (const field of ['price', 'cost', 'weight'] as const) {
+    const value = p[field];
+    if (typeof value !== 'number') continue;
+    if (!Number.isFinite(value)) details.push({ path: base + field, message: 'must be a finite number' });
+    else if (field !== 'weight' && decimalPlaces(value) > MAX_DECIMALS) {
+      details.push({ path: base + field, message: `must have at most ${MAX_DECIMALS} decimal places` });
+    }
+  }
+  if (typeof p.gtin13 === 'string' && !validGtin13(p.gtin13)) {
+    details.push({ path: `${base}gtin13`, message: 'must have a valid GTIN-13 check digit' });
+  }
+  // Lone surrogates cannot be stored (UTF-8) nor canonicalized (RFC 8785).
+  const illFormed = (path: string, value: unknown) => {
+    if (typeof value === 'string' && !value.isWellFormed()) details.push({ path: base + path, message: 'must be valid Unicode text' });
+  };
+  for (const field of TEXT_FIELDS) illFormed(field, p[field]);
+  illFormed('category.name', p.category?.name);
+  illFormed('brand.name', p.brand?.name);
+  if (p.tags) for (let i = 0; i < p.tags.length; i++) illFormed(`tags.${i}`, p.tags[i]);
+}
+
+/**
+ * Validates an item payload against the contract's ItemPayload and the service's rules, and
+ * normalizes it. Detail paths are prefixed with pathPrefix (`items.7` or `items.7.` give `items.7.sku`).
+ */
+export function normalizeItem(input: unknown, pathPrefix = ''): NormalizeResult {
+  const base = pathPrefix === '' || pathPrefix.endsWith('.') ? pathPrefix : `${pathPrefix}.`;
+  const prepared = isObject(input) ? prepare(input) : input;
+  const externalId = isObject(prepared) && typeof prepared.externalId === 'string' && prepared.externalId !== ''
+    ? prepared.externalId
+    : undefined;
+  const validate = itemPayloadValidator();
+  if (!validate(prepared)) {
+    // A URL can fail both `format` and `pattern` with the same message; say each complaint once.
+    const unique = new Map<string, ErrorDetail>();
+    for (const error of validate.errors ?? []) {
+      const detail = ajvDetail(error, base);
+      if (detail) unique.set(`${detail.path}\0${detail.message}`, detail);
+    }
+    const details = [...unique.values()];
+    return externalId === undefined ? { ok: false, details } : { ok: false, details, externalId };
+  }
+  const p = prepared as ItemPayload;
+  const details: ErrorDetail[] = [];
+  checkRules(p, base, details);
+  const metadata = p.metadata ? checkMetadata(p.metadata, base, details) : null;
+  const media = p.media ? checkMedia(p.media as unknown as Json[], base, details) : [];
+  if (details.length > 0) return externalId === undefined ? { ok: false, details } : { ok: false, details, externalId };
+
+  const number = (value: number | null | undefined) => (value === undefined || value === null ? null : value === 0 ? 0 : value);
+  const item: Omit<NormalizedItem, 'contentHash'> = {
+    externalSystem: p.externalSystem,
+    externalId: p.externalId,
+    sku: p.sku ?? null,
+    name: p.name,
+    description: p.description ?? null,
+    price: number(p.price),
+    cost: number(p.cost),
+    weight: number(p.weight),
+    gtin13: p.gtin13 ?? null,
+    ncm: p.ncm == null ? null : p.ncm.replaceAll('.', ''),
+    category: p.category ? { name: p.category.name } : null,
+    brand: p.brand ? { name: p.brand.name } : null,
+    tags: p.tags ? [...new Set(p.tags)].sort(compareCodePoints) : [],
+    metadata,
+    media,
+    trackStock: p.trackStock ?? false,
+  };
+  return { ok: true, item: { ...item, contentHash: hashPayload(item) } };
+}

@@ -1,0 +1,186 @@
+// The SQL of the upsert path: one lookup and one write per batch, whatever its size.
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { query } from '../../platform/db/sql.ts';
+import { TOPICS } from '../../platform/kafka/topics.ts';
+import { OUTBOX_CHANNEL } from '../events/outbox.ts';
+import { v7 as uuidv7 } from 'uuid';
+import type { NormalizedItem } from './payload.ts';
+
+export interface ExistingItem {
+  id: string;
+  externalSystem: string;
+  externalId: string;
+  contentHash: string;
+  sku: string | null;
+}
+
+export interface Lookup {
+  /** By identity key (`externalSystem\u0000externalId`). */
+  items: Map<string, ExistingItem>;
+  /** SKU → owning identity key, for the items of the batch's SKUs. */
+  skuOwners: Map<string, string>;
+  categories: Map<string, string>;
+  brands: Map<string, string>;
+}
+
+export const identityKey = (externalSystem: string, externalId: string) => `${externalSystem}\u0000${externalId}`;
+/** Categories and brands match per catalog on the trimmed name, case-insensitively (DESIGN §4). */
+export const nameKey = (name: string) => name.toLowerCase();
+
+interface LookupRow {
+  kind: 'item' | 'category' | 'brand';
+  id: string;
+  s: string | null;
+  e: string | null;
+  h: string | null;
+  /** The SKU of an item, the name key of a category or brand. */
+  k: string | null;
+}
+
+/**
+ * One round trip: the batch's existing items (by identity or SKU), categories and brands, as
+ * plain rows. Every part is a join on a unique index, so the cost follows the batch, never the
+ * catalog (an OR, or `= ANY` of a long array, would scan or compare against the whole catalog).
+ */
+export async function lookup(em: EntityManager, catalogId: string, items: readonly NormalizedItem[]): Promise<Lookup> {
+  const identities = JSON.stringify(items.map((i) => [i.externalSystem, i.externalId]));
+  const skus = JSON.stringify([...new Set(items.flatMap((i) => (i.sku === null ? [] : [i.sku])))]);
+  const categories = JSON.stringify([...new Set(items.flatMap((i) => (i.category ? [nameKey(i.category.name)] : [])))]);
+  const brands = JSON.stringify([...new Set(items.flatMap((i) => (i.brand ? [nameKey(i.brand.name)] : [])))]);
+  const rows = await query<LookupRow>(em, `
+    SELECT 'item' AS kind, i.id, i.external_system AS s, i.external_id AS e, i.content_hash AS h, i.sku AS k
+    FROM jsonb_array_elements($2::jsonb) t
+    JOIN items i ON i.catalog_id = $1 AND i.external_system = t ->> 0 AND i.external_id = t ->> 1
+    UNION ALL
+    SELECT 'item', i.id, i.external_system, i.external_id, i.content_hash, i.sku
+    FROM (SELECT jsonb_array_elements_text($3::jsonb) AS sku) x
+    JOIN items i ON i.catalog_id = $1 AND i.sku = x.sku
+    UNION ALL
+    SELECT 'category', c.id, NULL, NULL, NULL, c.name_key
+    FROM (SELECT jsonb_array_elements_text($4::jsonb) AS k) x
+    JOIN categories c ON c.catalog_id = $1 AND c.name_key = x.k
+    UNION ALL
+    SELECT 'brand', b.id, NULL, NULL, NULL, b.name_key
+    FROM (SELECT jsonb_array_elements_text($5::jsonb) AS k) x
+    JOIN brands b ON b.catalog_id = $1 AND b.name_key = x.k`,
+    [catalogId, identities, skus, categories, brands],
+  );
+  const result: Lookup = { items: new Map(), skuOwners: new Map(), categories: new Map(), brands: new Map() };
+  for (const row of rows) {
+    if (row.kind === 'category') result.categories.set(row.k!, row.id);
+    else if (row.kind === 'brand') result.brands.set(row.k!, row.id);
+    else {
+      const key = identityKey(row.s!, row.e!);
+      result.items.set(key, { id: row.id, externalSystem: row.s!, externalId: row.e!, contentHash: row.h!, sku: row.k });
+      if (row.k !== null) result.skuOwners.set(row.k, key);
+    }
+  }
+  return result;
+}
+
+export interface WriteCandidate {
+  /** Pre-generated UUIDv7, used when the row is created. */
+  id: string;
+  item: NormalizedItem;
+}
+
+export interface WrittenRow {
+  id: string;
+  external_system: string;
+  external_id: string;
+  inserted: boolean;
+}
+
+export interface NewName {
+  id: string;
+  name: string;
+  key: string;
+}
+
+export interface Names {
+  categories: Map<string, string>;
+  brands: Map<string, string>;
+  newCategories: NewName[];
+  newBrands: NewName[];
+}
+
+/**
+ * One statement, atomic on its own, so a batch costs a single round trip:
+ * 1. creates the missing categories and brands (ON CONFLICT DO UPDATE so a name a concurrent
+ *    request created meanwhile still returns its id: exactly one row per name);
+ * 2. inserts or updates the items; the update applies only when the hash differs, so a row
+ *    that became equal meanwhile is not rewritten (and not returned);
+ * 3. appends item.created / item.updated to the outbox for exactly the rows written, deciding
+ *    the type and serviceId from what the database did, not from the earlier lookup, so a
+ *    concurrent writer cannot make an event lie; and wakes the relay.
+ * The event text is assembled here in the same key order and escaping as domainEvent's
+ * JSON.stringify (to_json escapes like JSON.stringify for these strings).
+ */
+export async function writeItems(em: EntityManager, catalogId: string, candidates: readonly WriteCandidate[], names: Names): Promise<WrittenRow[]> {
+  const now = new Date().toISOString();
+  const input = JSON.stringify(candidates.map(({ id, item }, ord) => {
+    const categoryKey = item.category ? nameKey(item.category.name) : null;
+    const brandKey = item.brand ? nameKey(item.brand.name) : null;
+    return {
+      ord, id, ev: uuidv7(), at: now, s: item.externalSystem, e: item.externalId, sku: item.sku, name: item.name,
+      description: item.description, price: item.price, cost: item.cost, weight: item.weight,
+      gtin13: item.gtin13, ncm: item.ncm,
+      ck: categoryKey, cid: categoryKey === null ? null : names.categories.get(categoryKey) ?? null,
+      bk: brandKey, bid: brandKey === null ? null : names.brands.get(brandKey) ?? null,
+      tags: item.tags, metadata: item.metadata,
+      media: item.media.map((m) => ({ url: m.url, role: m.role, sortOrder: m.sortOrder, sourceUrlHash: m.sourceUrlHash })),
+      ts: item.trackStock, h: item.contentHash,
+    };
+  }));
+  return query<WrittenRow>(em, `
+    WITH new_categories AS (
+      INSERT INTO categories AS c (id, catalog_id, name, name_key)
+      SELECT n.id, $1, n.name, n.key FROM jsonb_to_recordset($2::jsonb) AS n(id uuid, name text, key text)
+      ON CONFLICT (catalog_id, name_key) DO UPDATE SET name_key = excluded.name_key
+      RETURNING c.id, c.name_key
+    ), new_brands AS (
+      INSERT INTO brands AS b (id, catalog_id, name, name_key)
+      SELECT n.id, $1, n.name, n.key FROM jsonb_to_recordset($3::jsonb) AS n(id uuid, name text, key text)
+      ON CONFLICT (catalog_id, name_key) DO UPDATE SET name_key = excluded.name_key
+      RETURNING b.id, b.name_key
+    ), input AS (
+      SELECT * FROM jsonb_to_recordset($4::jsonb) AS x(ord int, id uuid, ev uuid, at text, s text, e text, sku text,
+        name text, description text, price numeric, cost numeric, weight numeric, gtin13 text, ncm text,
+        ck text, cid uuid, bk text, bid uuid, tags jsonb, metadata jsonb, media jsonb, ts boolean, h text)
+    ), written AS (
+      INSERT INTO items AS i (id, catalog_id, external_system, external_id, sku, name, description, price, cost,
+        weight, gtin13, ncm, category_id, brand_id, tags, metadata, media, track_stock, content_hash)
+      SELECT x.id, $1, x.s, x.e, x.sku, x.name, x.description, x.price, x.cost, x.weight, x.gtin13, x.ncm,
+        coalesce(x.cid, (SELECT n.id FROM new_categories n WHERE n.name_key = x.ck)),
+        coalesce(x.bid, (SELECT n.id FROM new_brands n WHERE n.name_key = x.bk)),
+        ARRAY(SELECT jsonb_array_elements_text(x.tags)), x.metadata, x.media, x.ts, x.h
+      FROM input x
+      ORDER BY x.ord
+      ON CONFLICT (catalog_id, external_system, external_id) DO UPDATE SET
+        sku = excluded.sku, name = excluded.name, description = excluded.description, price = excluded.price,
+        cost = excluded.cost, weight = excluded.weight, gtin13 = excluded.gtin13, ncm = excluded.ncm,
+        category_id = excluded.category_id, brand_id = excluded.brand_id, tags = excluded.tags,
+        metadata = excluded.metadata, media = excluded.media, track_stock = excluded.track_stock,
+        content_hash = excluded.content_hash, updated_at = now()
+        WHERE i.content_hash <> excluded.content_hash
+      RETURNING i.id, i.external_system, i.external_id, (i.xmax = 0) AS inserted
+    ), events AS (
+      INSERT INTO outbox (event_id, topic, key, payload, headers)
+      SELECT x.ev, $5, x.e,
+        '{"id":' || to_json(x.ev::text)::text
+        || ',"type":' || CASE WHEN w.inserted THEN '"item.created"' ELSE '"item.updated"' END
+        || ',"catalogId":' || to_json($1::text)::text || ',"resourceId":' || to_json(x.e)::text
+        || ',"createdAt":' || to_json(x.at)::text
+        || ',"data":{"externalId":' || to_json(x.e)::text || ',"externalSystem":' || to_json(x.s)::text
+        || ',"serviceId":' || to_json(w.id::text)::text || ',"sku":' || coalesce(to_json(x.sku)::text, 'null')
+        || CASE WHEN w.inserted THEN '' ELSE ',"contentHash":' || to_json(x.h)::text END || '}}',
+        jsonb_build_object('event-type', CASE WHEN w.inserted THEN 'item.created' ELSE 'item.updated' END)
+      FROM written w JOIN input x ON x.s = w.external_system AND x.e = w.external_id
+      RETURNING 1
+    ), notified AS (
+      SELECT pg_notify($6, '') FROM (SELECT 1 FROM events LIMIT 1) AS any_event
+    )
+    SELECT w.id, w.external_system, w.external_id, w.inserted FROM written w, (SELECT count(*) FROM notified) AS n`,
+    [catalogId, JSON.stringify(names.newCategories), JSON.stringify(names.newBrands), input, TOPICS.events, OUTBOX_CHANNEL],
+  );
+}

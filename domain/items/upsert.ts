@@ -1,0 +1,182 @@
+// The one upsert path: single upserts, bulk upserts and import lines all come through here.
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { v7 as uuidv7 } from 'uuid';
+import { query } from '../../platform/db/sql.ts';
+import { ProductError, conflict, validationError } from '../errors.ts';
+import type { ErrorDetail } from '../errors.ts';
+import { registerMedia } from '../media/register.ts';
+import { normalizeItem } from './payload.ts';
+import type { NormalizedItem } from './payload.ts';
+import { identityKey, lookup, nameKey, writeItems } from './store.ts';
+import type { Lookup, NewName, WriteCandidate, WrittenRow } from './store.ts';
+
+export type UpsertOutcome = 'created' | 'updated' | 'unchanged';
+
+export type UpsertEntry =
+  | { index: number; status: UpsertOutcome; serviceId: string; item: NormalizedItem }
+  | { index: number; status: 'error'; externalId: string | null; error: ProductError };
+
+export interface UpsertOptions {
+  /** Prefix of validation paths for the element at `index`, e.g. `items.3.` in a bulk body. */
+  pathPrefix?: (index: number) => string;
+  /** Decide every outcome but write nothing: no item, category, brand or event (import dry runs). */
+  dryRun?: boolean;
+}
+
+const UNIQUE_VIOLATION = '23505';
+
+/**
+ * Upserts `inputs` in order, each judged on its own: a bad element becomes an `error` entry
+ * and never affects the others. Runs inside the caller's transaction when `em` is in one
+ * (imports commit their counters with the batch); otherwise each batch's write is one atomic
+ * statement.
+ */
+export async function upsertItems(em: EntityManager, catalogId: string, inputs: readonly unknown[], options: UpsertOptions = {}): Promise<UpsertEntry[]> {
+  const entries: UpsertEntry[] = new Array(inputs.length);
+  const valid: Array<{ index: number; item: NormalizedItem }> = [];
+  inputs.forEach((input, index) => {
+    const normalized = normalizeItem(input, options.pathPrefix?.(index) ?? '');
+    if (normalized.ok) valid.push({ index, item: normalized.item });
+    else entries[index] = { index, status: 'error', externalId: normalized.externalId ?? null, error: invalid(normalized.details) };
+  });
+  // The same identity twice in one body: its second occurrence goes to a later round, so the
+  // occurrences apply in order and one statement never touches a row twice.
+  for (const round of rounds(valid)) {
+    for (const entry of await upsertRound(em, catalogId, round, options)) entries[entry.index] = entry;
+  }
+  return entries;
+}
+
+function rounds(valid: Array<{ index: number; item: NormalizedItem }>): Array<Array<{ index: number; item: NormalizedItem }>> {
+  const result: Array<Array<{ index: number; item: NormalizedItem }>> = [];
+  const seen = new Map<string, number>();
+  for (const entry of valid) {
+    const key = identityKey(entry.item.externalSystem, entry.item.externalId);
+    const round = seen.get(key) ?? 0;
+    seen.set(key, round + 1);
+    (result[round] ??= []).push(entry);
+  }
+  return result;
+}
+
+async function upsertRound(
+  em: EntityManager,
+  catalogId: string,
+  round: Array<{ index: number; item: NormalizedItem }>,
+  options: UpsertOptions,
+): Promise<UpsertEntry[]> {
+  const found = await lookup(em, catalogId, round.map((r) => r.item));
+  const results: UpsertEntry[] = [];
+  const candidates: Array<{ index: number; candidate: WriteCandidate }> = [];
+  const claimedSkus = new Map<string, string>();
+  for (const { index, item } of round) {
+    const key = identityKey(item.externalSystem, item.externalId);
+    const existing = found.items.get(key);
+    if (existing && existing.contentHash === item.contentHash) {
+      results.push({ index, status: 'unchanged', serviceId: existing.id, item });
+      continue;
+    }
+    if (item.sku !== null) {
+      const owner = found.skuOwners.get(item.sku) ?? claimedSkus.get(item.sku);
+      if (owner !== undefined && owner !== key) {
+        results.push({ index, status: 'error', externalId: item.externalId, error: skuConflict(item.sku, options.pathPrefix?.(index)) });
+        continue;
+      }
+      claimedSkus.set(item.sku, key);
+    }
+    if (options.dryRun) {
+      results.push({ index, status: existing ? 'updated' : 'created', serviceId: existing?.id ?? uuidv7(), item });
+      continue;
+    }
+    candidates.push({ index, candidate: { id: existing?.id ?? uuidv7(), item } });
+  }
+  if (candidates.length === 0) return results;
+  try {
+    results.push(...await writeBatch(em, catalogId, candidates, found));
+  } catch (error) {
+    if (!isDatabaseError(error)) throw error;
+    // A concurrent writer took a SKU between lookup and write, or a row broke a constraint:
+    // find the culprit by writing one item at a time, each in its own savepoint.
+    for (const one of candidates) {
+      try {
+        results.push(...await writeBatch(em, catalogId, [one], await lookup(em, catalogId, [one.candidate.item])));
+      } catch (itemError) {
+        if (!isDatabaseError(itemError)) throw itemError;
+        const prefix = options.pathPrefix?.(one.index);
+        results.push({ index: one.index, status: 'error', externalId: one.candidate.item.externalId, error: databaseError(itemError, one.candidate.item, prefix) });
+      }
+    }
+  }
+  return results;
+}
+
+/**
+ * Writes a batch. Items without media take one statement, atomic on its own: no transaction.
+ * Media registration is a second statement that must commit with the items, so a batch with
+ * media runs in a transaction. Inside the caller's transaction (an import batch) a savepoint
+ * keeps a failure from aborting the rest of it.
+ */
+async function writeBatch(
+  em: EntityManager,
+  catalogId: string,
+  candidates: Array<{ index: number; candidate: WriteCandidate }>,
+  found: Lookup,
+): Promise<UpsertEntry[]> {
+  const items = candidates.map((c) => c.candidate.item);
+  const hasMedia = items.some((item) => item.media.length > 0);
+  const names = newNames(items, found);
+  const write = async (tx: EntityManager, savepoint: boolean): Promise<WrittenRow[]> => {
+    if (savepoint) await query(tx, 'SAVEPOINT upsert_items');
+    try {
+      const rows = await writeItems(tx, catalogId, candidates.map((c) => c.candidate), names);
+      if (hasMedia) await registerMedia((sql, params) => tx.execute(sql, params), catalogId, rows, items);
+      if (savepoint) await query(tx, 'RELEASE SAVEPOINT upsert_items');
+      return rows;
+    } catch (error) {
+      if (savepoint) await query(tx, 'ROLLBACK TO SAVEPOINT upsert_items');
+      throw error;
+    }
+  };
+  const written = em.isInTransaction() ? await write(em, true)
+    : hasMedia ? await em.transactional((tx) => write(tx, false))
+      : await write(em, false);
+  const byIdentity = new Map(written.map((w) => [identityKey(w.external_system, w.external_id), w]));
+  const results: UpsertEntry[] = [];
+  for (const { index, candidate } of candidates) {
+    const row = byIdentity.get(identityKey(candidate.item.externalSystem, candidate.item.externalId));
+    // Not returned: a concurrent request stored the same content first; nothing left to write.
+    const serviceId = row?.id ?? (await lookup(em, catalogId, [candidate.item])).items.values().next().value?.id ?? candidate.id;
+    results.push({ index, status: row ? (row.inserted ? 'created' : 'updated') : 'unchanged', serviceId, item: candidate.item });
+  }
+  return results;
+}
+
+function newNames(items: readonly NormalizedItem[], found: Lookup) {
+  const newCategories = new Map<string, NewName>();
+  const newBrands = new Map<string, NewName>();
+  for (const item of items) {
+    for (const [named, known, fresh] of [[item.category, found.categories, newCategories], [item.brand, found.brands, newBrands]] as const) {
+      if (!named) continue;
+      const key = nameKey(named.name);
+      if (!known.has(key) && !fresh.has(key)) fresh.set(key, { id: uuidv7(), name: named.name, key });
+    }
+  }
+  return { categories: found.categories, brands: found.brands, newCategories: [...newCategories.values()], newBrands: [...newBrands.values()] };
+}
+
+const skuConflict = (sku: string, prefix = '') =>
+  conflict(`SKU "${sku}" is already used by another item of this catalog.`, [{ path: `${prefix}sku`, message: 'must be unique within the catalog' }]);
+
+/** The message names each problem, so a bulk result's `error` string is useful on its own. */
+const invalid = (details: ErrorDetail[]) =>
+  validationError(details, `Invalid item: ${details.map((d) => `${d.path} ${d.message}`).join('; ')}.`);
+
+function isDatabaseError(error: unknown): boolean {
+  return typeof (error as { code?: unknown })?.code === 'string' && /^[0-9A-Z]{5}$/.test((error as { code: string }).code);
+}
+
+function databaseError(error: unknown, item: NormalizedItem, prefix?: string): ProductError {
+  const { code, constraint } = error as { code: string; constraint?: string };
+  if (code === UNIQUE_VIOLATION && constraint === 'items_catalog_sku_key' && item.sku !== null) return skuConflict(item.sku, prefix);
+  return new ProductError('error', 'The item could not be stored because of a database error; retrying later may succeed.');
+}

@@ -1,0 +1,115 @@
+// The item read model: one SQL projection and one mapping, shared by every read of an item.
+import type { Item, ItemMedia } from '../../generated/client.ts';
+
+// The read model is a wire shape: its types come from the contract.
+export type ItemView = Item;
+type ItemMediaView = ItemMedia;
+
+/** Stored media entry (items.media): the payload's entry plus its deduplication key. */
+export interface StoredMedia {
+  url: string;
+  role: 'primary' | 'gallery';
+  sortOrder: number;
+  sourceUrlHash: string;
+}
+
+interface AssetState {
+  h: string;
+  s: ItemMediaView['status'];
+  ct: string | null;
+  w: number | null;
+  ht: number | null;
+  bs: number | string | null;
+}
+
+export interface ItemRow {
+  id: string;
+  external_system: string;
+  external_id: string;
+  sku: string | null;
+  name: string;
+  description: string | null;
+  price: string | null;
+  cost: string | null;
+  weight: string | null;
+  gtin13: string | null;
+  ncm: string | null;
+  category_id: string | null;
+  category_name: string | null;
+  brand_id: string | null;
+  brand_name: string | null;
+  tags: string[];
+  metadata: Record<string, unknown> | null;
+  media: StoredMedia[];
+  track_stock: boolean;
+  on_hand: number;
+  content_hash: string;
+  created_at: string;
+  updated_at: string;
+  /** Exact text of updated_at (microseconds), for cursors. */
+  updated_at_text: string;
+  assets: AssetState[];
+}
+
+/** A timestamptz column as the API's ISO 8601 UTC text with milliseconds. */
+export const isoTime = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+
+/** Selects ItemRow columns from `items i`; the caller adds WHERE / ORDER BY / LIMIT. */
+export const ITEM_SELECT = `
+SELECT i.id, i.external_system, i.external_id, i.sku, i.name, i.description, i.price, i.cost, i.weight,
+  i.gtin13, i.ncm, i.category_id, c.name AS category_name, i.brand_id, b.name AS brand_name, i.tags,
+  i.metadata, i.media, i.track_stock, i.on_hand, i.content_hash, ${isoTime('i.created_at')} AS created_at,
+  ${isoTime('i.updated_at')} AS updated_at,
+  i.updated_at::text AS updated_at_text,
+  CASE WHEN jsonb_array_length(i.media) = 0 THEN '[]'::jsonb ELSE (
+    SELECT coalesce(jsonb_agg(jsonb_build_object('h', a.source_url_hash, 's', a.status, 'ct', a.content_type,
+      'w', a.width, 'ht', a.height, 'bs', a.byte_size)), '[]'::jsonb)
+    FROM media_assets a
+    WHERE a.catalog_id = i.catalog_id
+      AND a.source_url_hash IN (SELECT m ->> 'sourceUrlHash' FROM jsonb_array_elements(i.media) m)
+  ) END AS assets
+FROM items i
+LEFT JOIN categories c ON c.id = i.category_id
+LEFT JOIN brands b ON b.id = i.brand_id`;
+
+const decimal = (value: string | null): number | null => (value === null ? null : Number(value));
+
+export function itemView(row: ItemRow): ItemView {
+  const assets = new Map(row.assets.map((a) => [a.h, a]));
+  return {
+    serviceId: row.id,
+    externalSystem: row.external_system,
+    externalId: row.external_id,
+    sku: row.sku,
+    name: row.name,
+    description: row.description,
+    price: decimal(row.price),
+    cost: decimal(row.cost),
+    weight: decimal(row.weight),
+    gtin13: row.gtin13,
+    ncm: row.ncm,
+    category: row.category_id ? { id: row.category_id, name: row.category_name! } : null,
+    brand: row.brand_id ? { id: row.brand_id, name: row.brand_name! } : null,
+    tags: row.tags,
+    metadata: row.metadata,
+    trackStock: row.track_stock,
+    onHand: row.on_hand,
+    media: row.media.map((m) => {
+      const asset = assets.get(m.sourceUrlHash);
+      return {
+        url: m.url,
+        role: m.role,
+        sortOrder: m.sortOrder,
+        sourceUrlHash: m.sourceUrlHash,
+        status: asset?.s ?? 'pending',
+        contentType: asset?.ct ?? null,
+        width: asset?.w ?? null,
+        height: asset?.ht ?? null,
+        byteSize: asset?.bs === undefined || asset.bs === null ? null : Number(asset.bs),
+      };
+    }),
+    contentHash: row.content_hash,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  };
+}

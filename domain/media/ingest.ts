@@ -1,0 +1,94 @@
+// One media job: download (or re-check with HEAD + If-None-Match), inspect, store content-addressed, record the asset and its event.
+import { hash } from 'node:crypto';
+import { FetchFailure } from '../../platform/outbound/image-fetcher.ts';
+import type { FetchResult, ImageFetcher } from '../../platform/outbound/image-fetcher.ts';
+import type { AssetRecorder, FailureReason, MediaAsset } from './assets.ts';
+import { ImageRejected, inspectImage } from './image.ts';
+import type { MediaStore } from './media-store.ts';
+import type { MediaJob } from './register.ts';
+
+export interface IngestDeps {
+  readonly recorder: AssetRecorder;
+  /** Bounds the downloads (and decodes) in flight: MEDIA_CONCURRENCY. */
+  readonly throttle: <T>(work: () => Promise<T>) => Promise<T>;
+  readonly fetcher: ImageFetcher;
+  readonly store: MediaStore;
+}
+
+/**
+ * `ingested`: new bytes stored; `not_modified`: 304 or the same ETag; `unchanged`: a new ETag but
+ * the same bytes; `failed`: for good, recorded; `skipped`: nothing to do (redelivered job, unknown asset).
+ */
+export type IngestOutcome = 'ingested' | 'not_modified' | 'unchanged' | 'failed' | 'skipped';
+
+/** A failure that is the image's, not ours: recorded, never retried by the consumer. */
+export function failureOf(error: unknown): { reason: FailureReason; message: string } | undefined {
+  if (error instanceof ImageRejected) return { reason: error.reason, message: error.message };
+  if (!(error instanceof FetchFailure)) return undefined;
+  switch (error.kind) {
+    case 'refused': return { reason: 'refused', message: error.message };
+    case 'timeout': return { reason: 'timeout', message: error.message };
+    case 'too_large': return { reason: 'too_large', message: error.message };
+    case 'http_status': return { reason: error.status === 404 || error.status === 410 ? 'not_found' : 'http_error', message: error.message };
+    default: return { reason: 'http_error', message: error.message };
+  }
+}
+
+type Decision = { readonly outcome: Exclude<IngestOutcome, 'skipped'>; record(): Promise<void> };
+
+/**
+ * Handles one job, given its asset as loaded (loadAssets). The network and CPU part runs under
+ * `deps.throttle`; recording (grouped with other jobs' records) waits outside it. Throws only for
+ * what a retry of the message can fix (database, storage); everything about the image itself
+ * ends as a recorded outcome.
+ */
+export async function ingestMedia(deps: IngestDeps, job: MediaJob, asset: MediaAsset | undefined): Promise<IngestOutcome> {
+  if (!asset || asset.doneForJob) return 'skipped';
+  const decision = await deps.throttle(() => decide(deps, job, asset));
+  await decision.record();
+  return decision.outcome;
+}
+
+async function decide(deps: IngestDeps, job: MediaJob, asset: MediaAsset): Promise<Decision> {
+  const { recorder } = deps;
+  let attempts = 0;
+  const checked = (etag: string | null, outcome: 'not_modified' | 'unchanged'): Decision =>
+    ({ outcome, record: () => recorder.checked(asset, etag, attempts) });
+  try {
+    let ifNoneMatch: string | null = null;
+    if (asset.status === 'ingested' && asset.etag !== null) {
+      // Refresh: ask before downloading (spec "Media source" 2).
+      const head = await headOrNull(deps.fetcher, asset.sourceUrl, asset.etag);
+      attempts += head.attempts;
+      if (head.result?.status === 'not_modified' || (head.result && head.result.etag === asset.etag)) return checked(head.result.etag, 'not_modified');
+      // An origin that refuses HEAD is asked with a conditional GET instead.
+      if (!head.result) ifNoneMatch = asset.etag;
+    }
+    const got = await deps.fetcher.fetch(asset.status === 'pending' ? job.url : asset.sourceUrl, { ifNoneMatch });
+    attempts += got.attempts;
+    if (got.status === 'not_modified') return checked(got.etag, 'not_modified');
+    const contentSha256 = hash('sha256', got.body, 'hex');
+    // A new ETag over the same bytes (a CDN re-deploy): keep the stored asset, remember the ETag.
+    if (asset.status === 'ingested' && asset.contentSha256 === contentSha256) return checked(got.etag, 'unchanged');
+    const image = await inspectImage(got.body);
+    const storagePath = await deps.store.put(contentSha256, got.body);
+    const stored = { ...image, etag: got.etag, byteSize: got.body.length, contentSha256, storagePath };
+    return { outcome: 'ingested', record: () => recorder.ingested(asset, job, stored, attempts) };
+  } catch (error) {
+    const failure = failureOf(error);
+    if (!failure) throw error;
+    if (error instanceof FetchFailure) attempts += error.attempts;
+    return { outcome: 'failed', record: () => recorder.failed(asset, job, failure, Math.max(attempts, 1)) };
+  }
+}
+
+// Some origins and CDNs answer HEAD with 405 or 501 while GET works.
+async function headOrNull(fetcher: ImageFetcher, url: string, etag: string): Promise<{ result: FetchResult | null; attempts: number }> {
+  try {
+    const result = await fetcher.fetch(url, { method: 'HEAD', ifNoneMatch: etag });
+    return { result, attempts: result.attempts };
+  } catch (error) {
+    if (error instanceof FetchFailure && (error.status === 405 || error.status === 501)) return { result: null, attempts: error.attempts };
+    throw error;
+  }
+}

@@ -1,0 +1,1397 @@
+/**
+ * Catalog Service API
+ * 1.0.0
+ * DO NOT MODIFY - This file has been generated using oazapfts.
+ * Regenerate with `npm run generate` (scripts/generate-client.ts); CI runs `npm run check:generated`.
+ * See https://www.npmjs.com/package/oazapfts
+ */
+import * as Oazapfts from "@oazapfts/runtime";
+import * as QS from "@oazapfts/runtime/query";
+export const defaults: Oazapfts.Defaults<Oazapfts.CustomHeaders> = {
+    headers: {},
+    baseUrl: "https://catalog.example.com/api/v1/catalog"
+};
+const oazapfts = Oazapfts.runtime(defaults);
+export const servers = {
+    production: "https://catalog.example.com/api/v1/catalog",
+    staging: "https://staging.catalog.example.com/api/v1/catalog",
+    localDevelopment: "http://127.0.0.1:8080/api/v1/catalog"
+};
+export type ErrorCode = "validation_error" | "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "conflict" | "payload_too_large" | "unsupported_media_type" | "unprocessable" | "too_many_requests" | "not_implemented" | "error";
+export type ErrorDetail = {
+    /** Dot-separated path of the field (`media.0.url`; `items.3.sku` in bulk upsert; `imports` for the concurrency limit). */
+    path: string;
+    /** What is wrong with it. */
+    message: string;
+};
+export type ErrorResponse = {
+    success: false;
+    error: {
+        code: ErrorCode;
+        /** Human-readable description; not meant for parsing. */
+        message: string;
+        /** Per-field problems (validation errors, some conflicts). */
+        details?: ErrorDetail[];
+        /** Only on 429; seconds to wait, equal to the `Retry-After` header. */
+        retryAfter?: number;
+        /** The request id (same as `X-Request-Id`). */
+        requestId?: string;
+    };
+};
+export type SuccessFlag = true;
+export type ExternalSystem = string;
+export type ExternalId = string;
+export type MediaRole = "primary" | "gallery";
+export type MediaStatus = "pending" | "ingested" | "failed";
+export type ItemMedia = {
+    /** The URL as sent in the payload. */
+    url: string;
+    role: MediaRole;
+    sortOrder: number;
+    /** SHA-256 hex of the normalized URL; the asset's deduplication key. */
+    sourceUrlHash: string;
+    status: MediaStatus;
+    /** Detected image type, once ingested. */
+    contentType?: string | null;
+    width?: number | null;
+    height?: number | null;
+    byteSize?: number | null;
+};
+export type ContentHash = string;
+export type Item = {
+    /** The service's own id (UUIDv7); for reference only. */
+    serviceId: string;
+    externalSystem: ExternalSystem;
+    externalId: ExternalId;
+    sku: string | null;
+    name: string;
+    description: string | null;
+    price: number | null;
+    cost: number | null;
+    /** Kilograms. */
+    weight: number | null;
+    gtin13: string | null;
+    /** 8 digits, without dots. */
+    ncm: string | null;
+    category: {
+        id: string;
+        name: string;
+    } | null;
+    brand: {
+        id: string;
+        name: string;
+    } | null;
+    tags: string[];
+    /** Free-form JSON object; `null` when none. */
+    metadata: {
+        [key: string]: any;
+    } | null;
+    trackStock: boolean;
+    /** Current stock (sum of movements); 0 for items that never had one. */
+    onHand: number;
+    media: ItemMedia[];
+    contentHash: ContentHash;
+    createdAt: string;
+    /** Last change of content; an `unchanged` upsert does not move it. */
+    updatedAt: string;
+};
+export type ItemList = {
+    items: Item[];
+    /** Cursor of the next page; `null` on the last page. */
+    nextCursor: string | null;
+};
+export type MediaInput = {
+    /** Absolute public `http` or `https` URL. It is normalized (lower-case scheme and
+    host, default port and fragment removed, `utm_*`, `fbclid`, `gclid` removed, other
+    query parameters sorted) and deduplicated per catalog by the SHA-256 of the
+    normalized form (`sourceUrlHash`). Private, loopback and link-local addresses are
+    refused at download time.
+     */
+    url: string;
+    role?: MediaRole;
+    /** Display order (ascending; ties broken by URL). */
+    sortOrder?: number;
+};
+export type ItemPayload = {
+    externalSystem: ExternalSystem;
+    externalId: ExternalId;
+    /** Stock keeping unit, unique per catalog (a clash is a 409 `conflict`). */
+    sku?: string | null;
+    name: string;
+    description?: string | null;
+    /** Sale price, ≥ 0 with at most 4 decimals (checked by the service). */
+    price?: number | null;
+    /** Cost price, ≥ 0 with at most 4 decimals (checked by the service). */
+    cost?: number | null;
+    /** Weight in kilograms, ≥ 0. */
+    weight?: number | null;
+    /** GTIN-13 (EAN-13), 13 digits; the check digit is verified by the service. */
+    gtin13?: string | null;
+    /** Mercosur NCM code, 8 digits; dots (`NNNN.NN.NN`) are accepted and stripped. */
+    ncm?: string | null;
+    /** Category by name; created on first use, matched case-insensitively on the trimmed name. */
+    category?: {
+        name: string;
+    } | null;
+    /** Brand by name; created on first use, matched case-insensitively on the trimmed name. */
+    brand?: {
+        name: string;
+    } | null;
+    /** Free tags; de-duplicated and sorted for the content hash. */
+    tags?: string[] | null;
+    /** Free-form JSON object, at most 16 KB serialized (checked by the service). */
+    metadata?: {
+        [key: string]: any;
+    } | null;
+    /** Images; at most one with role `primary`. */
+    media?: MediaInput[] | null;
+    /** Whether stock movements may be recorded for the item (`createStockMovement`). */
+    trackStock?: boolean;
+};
+export type UpsertOutcome = "created" | "updated" | "unchanged";
+export type UpsertResult = {
+    outcome: UpsertOutcome;
+    serviceId: string;
+    contentHash: ContentHash;
+    item: Item;
+};
+export type UpsertItemResponse = {
+    success: SuccessFlag;
+    data: UpsertResult;
+};
+export type BulkUpsertRequest = {
+    items: (ItemPayload | object)[];
+};
+export type BulkUpsertItemResult = {
+    /** Position of the element in `items`. */
+    index: number;
+    /** The element's `externalId`, or `null` when it has none usable. */
+    externalId: string | null;
+    status: "created" | "updated" | "unchanged" | "error";
+    /** When stored (not on `error`). */
+    serviceId?: string;
+    contentHash?: ContentHash;
+    /** Only on `error`; human-readable. */
+    error?: string;
+    /** Only on `error`. */
+    errorCode?: "validation_error" | "conflict" | "error";
+    /** Only on `error`; paths prefixed with `items.<index>.`. */
+    details?: ErrorDetail[];
+};
+export type OutcomeSummary = {
+    created: number;
+    updated: number;
+    unchanged: number;
+    failed: number;
+};
+export type BulkUpsertResult = {
+    /** One entry per element of `items`, in the same order. */
+    results: BulkUpsertItemResult[];
+    summary: OutcomeSummary;
+};
+export type DeleteItemResult = {
+    deleted: true;
+    externalSystem: ExternalSystem;
+    externalId: ExternalId;
+    serviceId: string;
+};
+export type StockReason = "receipt" | "sale" | "return" | "adjustment" | "damage" | "count";
+export type StockMovementRequest = {
+    /** Signed change of `onHand`, never 0. */
+    quantity: number;
+    reason: StockReason;
+    /** Your reference (order number, receipt id…). */
+    reference?: string | null;
+    /** When it happened; defaults to the time of the request. */
+    occurredAt?: string;
+};
+export type StockMovement = {
+    id: string;
+    quantity: number;
+    reason: StockReason;
+    reference: string | null;
+    occurredAt: string;
+    createdAt: string;
+    /** The item's `onHand` right after this movement. */
+    onHandAfter: number;
+};
+export type StockMovementCreated = {
+    movement: StockMovement;
+    onHand: number;
+};
+export type StockMovementList = {
+    movements: StockMovement[];
+    nextCursor: string | null;
+};
+export type CreateImportRequest = {
+    /** Exact size in bytes of the file to upload; at most 100 MB (104857600). */
+    fileSizeBytes: number;
+    /** Validate and compare only; write no item. */
+    dryRun?: boolean;
+};
+export type ImportCreated = {
+    jobId: string;
+    /** Signed address to `PUT` the file to, valid for `expiresIn` seconds; no API key. */
+    uploadUrl: string;
+    /** Path of the file in storage. */
+    storagePath: string;
+    expiresIn: 3600;
+    uploadMethod: "PUT";
+    contentType: "application/x-ndjson";
+};
+export type ImportStatus = "awaiting_upload" | "queued" | "processing" | "completed" | "completed_with_errors" | "failed" | "cancelled";
+export type ImportCounts = {
+    total: number;
+    processed: number;
+    succeeded: number;
+    failed: number;
+    unchanged: number;
+};
+export type ImportJob = {
+    /** Job id (`jobId` at creation). */
+    id: string;
+    status: ImportStatus;
+    dryRun: boolean;
+    /** `processed / total × 100`. */
+    progress: number;
+    counts: ImportCounts;
+    /** Number of line errors (readable with `listImportErrors`). */
+    errorCount: number;
+    /** Declared size of the file. */
+    fileSizeBytes: number;
+    /** Why the job `failed` or was `cancelled`; otherwise `null`. */
+    failureReason: string | null;
+    /** The job whose failed lines this job re-imports; otherwise `null`. */
+    retryOf: string | null;
+    /** End of the upload window; `null` for retry jobs (they need no upload). */
+    uploadExpiresAt: string | null;
+    createdAt: string;
+    startedAt: string | null;
+    /** `null` until the job reaches a terminal status. */
+    finishedAt: string | null;
+    /** For dry runs, what the import would do; `null` for real imports and until a dry run finishes. */
+    dryRunSummary: OutcomeSummary | null;
+};
+export type ImportList = {
+    imports: ImportJob[];
+    nextCursor: string | null;
+};
+export type ImportJobResponse = {
+    success: SuccessFlag;
+    data: ImportJob;
+};
+export type ImportRetryCreated = {
+    /** The new job's id. */
+    jobId: string;
+    /** The original job. */
+    retryOf: string;
+    /** Path of the new job's file (the failed lines) in storage. */
+    storagePath: string;
+    job: ImportJob;
+};
+export type ImportErrorType = "validation" | "database" | "conflict" | "reference";
+export type ImportLineError = {
+    /** 1-based physical line of the file (empty lines count). */
+    lineNumber: number;
+    /** Present only when it could be read before the error. */
+    externalId?: string;
+    errorType: ImportErrorType;
+    /** For validation, prefixed with the field path (`sku: …`). */
+    errorMessage: string;
+    /** The first 4 KB of the original line. */
+    rawLine: string;
+};
+export type ImportErrorList = {
+    errors: ImportLineError[];
+    nextCursor: string | null;
+};
+export type WebhookUrl = string;
+export type EventSubscription = "*" | "item.created" | "item.updated" | "item.deleted" | "variant.created" | "variant.updated" | "variant.deleted" | "stock.adjusted" | "media.ingested" | "media.ingestion_failed" | "import.completed" | "import.failed" | "webhook.test";
+export type CreateWebhookRequest = {
+    url: WebhookUrl;
+    /** Event types to receive, or `['*']` for all. */
+    events: EventSubscription[];
+    description?: string | null;
+    /** Who is e-mailed when the webhook is disabled (default the catalog owner). */
+    ownerEmail?: string;
+};
+export type WebhookStatus = "active" | "disabled";
+export type Webhook = {
+    id: string;
+    url: string;
+    events: EventSubscription[];
+    description: string | null;
+    /** Who is e-mailed when the webhook is disabled (`null` = the catalog owner). */
+    ownerEmail?: string | null;
+    status: WebhookStatus;
+    /** Consecutive exhausted deliveries; reset by a success or by `resumeWebhook`. */
+    consecutiveFailures: number;
+    disabledAt: string | null;
+    createdAt: string;
+    updatedAt: string;
+};
+export type WebhookCreated = Webhook & {
+    /** Signing secret; store it now, it is never shown again. */
+    secret: string;
+};
+export type WebhookList = {
+    webhooks: Webhook[];
+    nextCursor: string | null;
+};
+export type WebhookResponse = {
+    success: SuccessFlag;
+    data: Webhook;
+};
+export type UpdateWebhookRequest = {
+    url?: WebhookUrl;
+    events?: EventSubscription[];
+    description?: string | null;
+};
+export type RotatedSecret = {
+    /** The new secret; shown only here. */
+    secret: string;
+    /** Until then deliveries also carry a `v1=` signature made with the previous secret. */
+    previousSecretExpiresAt: string;
+};
+export type RecoverWebhookRequest = {
+    /** Start of the window; at most 14 days ago. */
+    since: string;
+    /** End of the window (exclusive); default now. */
+    until?: string;
+};
+export type DeliveryStatus = "pending" | "succeeded" | "exhausted";
+export type EventType = "item.created" | "item.updated" | "item.deleted" | "variant.created" | "variant.updated" | "variant.deleted" | "stock.adjusted" | "media.ingested" | "media.ingestion_failed" | "import.completed" | "import.failed" | "webhook.test";
+export type WebhookDelivery = {
+    /** The delivery id (`deliveryId`). */
+    id: string;
+    webhookId: string;
+    eventId: string;
+    eventType: EventType;
+    status: DeliveryStatus;
+    attemptCount: number;
+    /** When the next attempt is due; `null` unless `pending`, and while the webhook is disabled (paused until `resumeWebhook`). */
+    nextAttemptAt: string | null;
+    /** HTTP status of the last attempt; `null` when there was no answer (or no attempt yet). */
+    lastStatusCode: number | null;
+    lastError: string | null;
+    createdAt: string;
+    updatedAt: string;
+};
+export type WebhookDeliveryList = {
+    deliveries: WebhookDelivery[];
+    nextCursor: string | null;
+};
+export type DeliveryAttempt = {
+    attemptNumber: number;
+    startedAt: string;
+    /** `null` when no answer arrived (timeout, refused connection, blocked address). */
+    statusCode: number | null;
+    durationMs: number;
+    /** Why the attempt failed; `null` on success. */
+    error: string | null;
+    /** The first 4 KB of the response body. */
+    responseBodyExcerpt: string | null;
+};
+export type WebhookDeliveryDetail = WebhookDelivery & {
+    attempts: DeliveryAttempt[];
+};
+/**
+ * Get this OpenAPI document
+ */
+export function getOpenApi(opts?: Oazapfts.RequestOpts) {
+    return oazapfts.fetchJson<{
+        status: 200;
+        data: {
+            openapi: "3.1.0";
+            info: object;
+            paths: object;
+            [key: string]: any;
+        };
+    } | {
+        status: 429;
+        data: ErrorResponse;
+    } | {
+        status: 500;
+        data: ErrorResponse;
+    }>("/openapi.json", {
+        ...opts
+    });
+}
+/**
+ * List items
+ */
+export function listItems({ limit, cursor, updatedSince, sku, category, brand, tag }: {
+    limit?: number;
+    cursor?: string;
+    updatedSince?: string;
+    sku?: string;
+    category?: string;
+    brand?: string;
+    tag?: string;
+} = {}, opts?: Oazapfts.RequestOpts) {
+    return oazapfts.fetchJson<{
+        status: 200;
+        data: {
+            success: SuccessFlag;
+            data: ItemList;
+        };
+    } | {
+        status: 400;
+        data: ErrorResponse;
+    } | {
+        status: 401;
+        data: ErrorResponse;
+    } | {
+        status: 403;
+        data: ErrorResponse;
+    } | {
+        status: 429;
+        data: ErrorResponse;
+    } | {
+        status: 500;
+        data: ErrorResponse;
+    }>(`/items${QS.query(QS.explode({
+        limit,
+        cursor,
+        updatedSince,
+        sku,
+        category,
+        brand,
+        tag
+    }))}`, {
+        ...opts
+    });
+}
+/**
+ * Create or update an item (idempotent)
+ */
+export function upsertItem(itemPayload: ItemPayload, opts?: Oazapfts.RequestOpts) {
+    return oazapfts.fetchJson<{
+        status: 200;
+        data: UpsertItemResponse;
+    } | {
+        status: 201;
+        data: UpsertItemResponse;
+    } | {
+        status: 400;
+        data: ErrorResponse;
+    } | {
+        status: 401;
+        data: ErrorResponse;
+    } | {
+        status: 403;
+        data: ErrorResponse;
+    } | {
+        status: 409;
+        data: ErrorResponse;
+    } | {
+        status: 413;
+        data: ErrorResponse;
+    } | {
+        status: 415;
+        data: ErrorResponse;
+    } | {
+        status: 429;
+        data: ErrorResponse;
+    } | {
+        status: 500;
+        data: ErrorResponse;
+    }>("/items/upsert", oazapfts.json({
+        ...opts,
+        method: "POST",
+        body: itemPayload
+    }));
+}
+/**
+ * Upsert up to 1000 items in one call
+ */
+export function bulkUpsertItems(bulkUpsertRequest: BulkUpsertRequest, opts?: Oazapfts.RequestOpts) {
+    return oazapfts.fetchJson<{
+        status: 200;
+        data: {
+            success: SuccessFlag;
+            data: BulkUpsertResult;
+        };
+    } | {
+        status: 400;
+        data: ErrorResponse;
+    } | {
+        status: 401;
+        data: ErrorResponse;
+    } | {
+        status: 403;
+        data: ErrorResponse;
+    } | {
+        status: 413;
+        data: ErrorResponse;
+    } | {
+        status: 415;
+        data: ErrorResponse;
+    } | {
+        status: 429;
+        data: ErrorResponse;
+    } | {
+        status: 500;
+        data: ErrorResponse;
+    }>("/items/bulk-upsert", oazapfts.json({
+        ...opts,
+        method: "POST",
+        body: bulkUpsertRequest
+    }));
+}
+/**
+ * Export every item as JSONL
+ */
+export function exportItems({ updatedSince }: {
+    updatedSince?: string;
+} = {}, opts?: Oazapfts.RequestOpts) {
+    return oazapfts.fetchText(`/items/export${QS.query(QS.explode({
+        updatedSince
+    }))}`, {
+        ...opts
+    });
+}
+/**
+ * Get an item by its external identity
+ */
+export function getItem(externalSystem: ExternalSystem, externalId: ExternalId, opts?: Oazapfts.RequestOpts) {
+    return oazapfts.fetchJson<{
+        status: 200;
+        data: {
+            success: SuccessFlag;
+            data: Item;
+        };
+    } | {
+        status: 400;
+        data: ErrorResponse;
+    } | {
+        status: 401;
+        data: ErrorResponse;
+    } | {
+        status: 403;
+        data: ErrorResponse;
+    } | {
+        status: 404;
+        data: ErrorResponse;
+    } | {
+        status: 429;
+        data: ErrorResponse;
+    } | {
+        status: 500;
+        data: ErrorResponse;
+    }>(`/items/${encodeURIComponent(externalSystem)}/${encodeURIComponent(externalId)}`, {
+        ...opts
+    });
+}
+/**
+ * Delete an item (destructive)
+ */
+export function deleteItem(externalSystem: ExternalSystem, externalId: ExternalId, opts?: Oazapfts.RequestOpts) {
+    return oazapfts.fetchJson<{
+        status: 200;
+        data: {
+            success: SuccessFlag;
+            data: DeleteItemResult;
+        };
+    } | {
+        status: 400;
+        data: ErrorResponse;
+    } | {
+        status: 401;
+        data: ErrorResponse;
+    } | {
+        status: 403;
+        data: ErrorResponse;
+    } | {
+        status: 404;
+        data: ErrorResponse;
+    } | {
+        status: 429;
+        data: ErrorResponse;
+    } | {
+        status: 500;
+        data: ErrorResponse;
+    }>(`/items/${encodeURIComponent(externalSystem)}/${encodeURIComponent(externalId)}`, {
+        ...opts,
+        method: "DELETE"
+    });
+}
+/**
+ * Record a stock movement
+ */
+export function createStockMovement(externalSystem: ExternalSystem, externalId: ExternalId, stockMovementRequest: StockMovementRequest, { idempotencyKey }: {
+    idempotencyKey?: string;
+} = {}, opts?: Oazapfts.RequestOpts) {
+    return oazapfts.fetchJson<{
+        status: 201;
+        data: {
+            success: SuccessFlag;
+            data: StockMovementCreated;
+        };
+    } | {
+        status: 400;
+        data: ErrorResponse;
+    } | {
+        status: 401;
+        data: ErrorResponse;
+    } | {
+        status: 403;
+        data: ErrorResponse;
+    } | {
+        status: 404;
+        data: ErrorResponse;
+    } | {
+        status: 409;
+        data: ErrorResponse;
+    } | {
+        status: 413;
+        data: ErrorResponse;
+    } | {
+        status: 415;
+        data: ErrorResponse;
+    } | {
+        status: 422;
+        data: ErrorResponse;
+    } | {
+        status: 429;
+        data: ErrorResponse;
+    } | {
+        status: 500;
+        data: ErrorResponse;
+    }>(`/items/${encodeURIComponent(externalSystem)}/${encodeURIComponent(externalId)}/stock-movements`, oazapfts.json({
+        ...opts,
+        method: "POST",
+        body: stockMovementRequest,
+        headers: oazapfts.mergeHeaders(opts?.headers, {
+            "Idempotency-Key": idempotencyKey
+        })
+    }));
+}
+/**
+ * List an item's stock movements
+ */
+export function listStockMovements(externalSystem: ExternalSystem, externalId: ExternalId, { limit, cursor }: {
+    limit?: number;
+    cursor?: string;
+} = {}, opts?: Oazapfts.RequestOpts) {
+    return oazapfts.fetchJson<{
+        status: 200;
+        data: {
+            success: SuccessFlag;
+            data: StockMovementList;
+        };
+    } | {
+        status: 400;
+        data: ErrorResponse;
+    } | {
+        status: 401;
+        data: ErrorResponse;
+    } | {
+        status: 403;
+        data: ErrorResponse;
+    } | {
+        status: 404;
+        data: ErrorResponse;
+    } | {
+        status: 429;
+        data: ErrorResponse;
+    } | {
+        status: 500;
+        data: ErrorResponse;
+    }>(`/items/${encodeURIComponent(externalSystem)}/${encodeURIComponent(externalId)}/stock-movements${QS.query(QS.explode({
+        limit,
+        cursor
+    }))}`, {
+        ...opts
+    });
+}
+/**
+ * Create an import job and get a signed upload address
+ */
+export function createImport(createImportRequest: CreateImportRequest, { idempotencyKey }: {
+    idempotencyKey?: string;
+} = {}, opts?: Oazapfts.RequestOpts) {
+    return oazapfts.fetchJson<{
+        status: 201;
+        data: {
+            success: SuccessFlag;
+            data: ImportCreated;
+        };
+    } | {
+        status: 400;
+        data: ErrorResponse;
+    } | {
+        status: 401;
+        data: ErrorResponse;
+    } | {
+        status: 403;
+        data: ErrorResponse;
+    } | {
+        status: 409;
+        data: ErrorResponse;
+    } | {
+        status: 413;
+        data: ErrorResponse;
+    } | {
+        status: 415;
+        data: ErrorResponse;
+    } | {
+        status: 429;
+        data: ErrorResponse;
+    } | {
+        status: 500;
+        data: ErrorResponse;
+    }>("/imports", oazapfts.json({
+        ...opts,
+        method: "POST",
+        body: createImportRequest,
+        headers: oazapfts.mergeHeaders(opts?.headers, {
+            "Idempotency-Key": idempotencyKey
+        })
+    }));
+}
+/**
+ * List import jobs
+ */
+export function listImports({ limit, cursor, status }: {
+    limit?: number;
+    cursor?: string;
+    status?: ImportStatus;
+} = {}, opts?: Oazapfts.RequestOpts) {
+    return oazapfts.fetchJson<{
+        status: 200;
+        data: {
+            success: SuccessFlag;
+            data: ImportList;
+        };
+    } | {
+        status: 400;
+        data: ErrorResponse;
+    } | {
+        status: 401;
+        data: ErrorResponse;
+    } | {
+        status: 403;
+        data: ErrorResponse;
+    } | {
+        status: 429;
+        data: ErrorResponse;
+    } | {
+        status: 500;
+        data: ErrorResponse;
+    }>(`/imports${QS.query(QS.explode({
+        limit,
+        cursor,
+        status
+    }))}`, {
+        ...opts
+    });
+}
+/**
+ * Get an import job (poll its progress)
+ */
+export function getImport(jobId: string, opts?: Oazapfts.RequestOpts) {
+    return oazapfts.fetchJson<{
+        status: 200;
+        data: ImportJobResponse;
+    } | {
+        status: 400;
+        data: ErrorResponse;
+    } | {
+        status: 401;
+        data: ErrorResponse;
+    } | {
+        status: 403;
+        data: ErrorResponse;
+    } | {
+        status: 404;
+        data: ErrorResponse;
+    } | {
+        status: 429;
+        data: ErrorResponse;
+    } | {
+        status: 500;
+        data: ErrorResponse;
+    }>(`/imports/${encodeURIComponent(jobId)}`, {
+        ...opts
+    });
+}
+/**
+ * Start processing an uploaded file
+ */
+export function startImport(jobId: string, opts?: Oazapfts.RequestOpts) {
+    return oazapfts.fetchJson<{
+        status: 202;
+        data: ImportJobResponse;
+    } | {
+        status: 400;
+        data: ErrorResponse;
+    } | {
+        status: 401;
+        data: ErrorResponse;
+    } | {
+        status: 403;
+        data: ErrorResponse;
+    } | {
+        status: 404;
+        data: ErrorResponse;
+    } | {
+        status: 409;
+        data: ErrorResponse;
+    } | {
+        status: 429;
+        data: ErrorResponse;
+    } | {
+        status: 500;
+        data: ErrorResponse;
+    }>(`/imports/${encodeURIComponent(jobId)}/start`, {
+        ...opts,
+        method: "POST"
+    });
+}
+/**
+ * Cancel an import job
+ */
+export function cancelImport(jobId: string, opts?: Oazapfts.RequestOpts) {
+    return oazapfts.fetchJson<{
+        status: 200;
+        data: ImportJobResponse;
+    } | {
+        status: 400;
+        data: ErrorResponse;
+    } | {
+        status: 401;
+        data: ErrorResponse;
+    } | {
+        status: 403;
+        data: ErrorResponse;
+    } | {
+        status: 404;
+        data: ErrorResponse;
+    } | {
+        status: 409;
+        data: ErrorResponse;
+    } | {
+        status: 429;
+        data: ErrorResponse;
+    } | {
+        status: 500;
+        data: ErrorResponse;
+    }>(`/imports/${encodeURIComponent(jobId)}/cancel`, {
+        ...opts,
+        method: "POST"
+    });
+}
+/**
+ * Re-import only the failed lines of a finished job
+ */
+export function retryImport(jobId: string, opts?: Oazapfts.RequestOpts) {
+    return oazapfts.fetchJson<{
+        status: 201;
+        data: {
+            success: SuccessFlag;
+            data: ImportRetryCreated;
+        };
+    } | {
+        status: 400;
+        data: ErrorResponse;
+    } | {
+        status: 401;
+        data: ErrorResponse;
+    } | {
+        status: 403;
+        data: ErrorResponse;
+    } | {
+        status: 404;
+        data: ErrorResponse;
+    } | {
+        status: 409;
+        data: ErrorResponse;
+    } | {
+        status: 429;
+        data: ErrorResponse;
+    } | {
+        status: 500;
+        data: ErrorResponse;
+    }>(`/imports/${encodeURIComponent(jobId)}/retry`, {
+        ...opts,
+        method: "POST"
+    });
+}
+/**
+ * List the per-line errors of an import job
+ */
+export function listImportErrors(jobId: string, { errorType, limit, cursor }: {
+    errorType?: ImportErrorType;
+    limit?: number;
+    cursor?: string;
+} = {}, opts?: Oazapfts.RequestOpts) {
+    return oazapfts.fetchJson<{
+        status: 200;
+        data: {
+            success: SuccessFlag;
+            data: ImportErrorList;
+        };
+    } | {
+        status: 400;
+        data: ErrorResponse;
+    } | {
+        status: 401;
+        data: ErrorResponse;
+    } | {
+        status: 403;
+        data: ErrorResponse;
+    } | {
+        status: 404;
+        data: ErrorResponse;
+    } | {
+        status: 429;
+        data: ErrorResponse;
+    } | {
+        status: 500;
+        data: ErrorResponse;
+    }>(`/imports/${encodeURIComponent(jobId)}/errors${QS.query(QS.explode({
+        errorType,
+        limit,
+        cursor
+    }))}`, {
+        ...opts
+    });
+}
+/**
+ * Subscribe an endpoint to events
+ */
+export function createWebhook(createWebhookRequest: CreateWebhookRequest, { idempotencyKey }: {
+    idempotencyKey?: string;
+} = {}, opts?: Oazapfts.RequestOpts) {
+    return oazapfts.fetchJson<{
+        status: 201;
+        data: {
+            success: SuccessFlag;
+            data: WebhookCreated;
+        };
+    } | {
+        status: 400;
+        data: ErrorResponse;
+    } | {
+        status: 401;
+        data: ErrorResponse;
+    } | {
+        status: 403;
+        data: ErrorResponse;
+    } | {
+        status: 409;
+        data: ErrorResponse;
+    } | {
+        status: 413;
+        data: ErrorResponse;
+    } | {
+        status: 415;
+        data: ErrorResponse;
+    } | {
+        status: 429;
+        data: ErrorResponse;
+    } | {
+        status: 500;
+        data: ErrorResponse;
+    }>("/webhooks", oazapfts.json({
+        ...opts,
+        method: "POST",
+        body: createWebhookRequest,
+        headers: oazapfts.mergeHeaders(opts?.headers, {
+            "Idempotency-Key": idempotencyKey
+        })
+    }));
+}
+/**
+ * List webhooks
+ */
+export function listWebhooks({ limit, cursor }: {
+    limit?: number;
+    cursor?: string;
+} = {}, opts?: Oazapfts.RequestOpts) {
+    return oazapfts.fetchJson<{
+        status: 200;
+        data: {
+            success: SuccessFlag;
+            data: WebhookList;
+        };
+    } | {
+        status: 400;
+        data: ErrorResponse;
+    } | {
+        status: 401;
+        data: ErrorResponse;
+    } | {
+        status: 403;
+        data: ErrorResponse;
+    } | {
+        status: 429;
+        data: ErrorResponse;
+    } | {
+        status: 500;
+        data: ErrorResponse;
+    }>(`/webhooks${QS.query(QS.explode({
+        limit,
+        cursor
+    }))}`, {
+        ...opts
+    });
+}
+/**
+ * Get a webhook
+ */
+export function getWebhook(id: string, opts?: Oazapfts.RequestOpts) {
+    return oazapfts.fetchJson<{
+        status: 200;
+        data: WebhookResponse;
+    } | {
+        status: 400;
+        data: ErrorResponse;
+    } | {
+        status: 401;
+        data: ErrorResponse;
+    } | {
+        status: 403;
+        data: ErrorResponse;
+    } | {
+        status: 404;
+        data: ErrorResponse;
+    } | {
+        status: 429;
+        data: ErrorResponse;
+    } | {
+        status: 500;
+        data: ErrorResponse;
+    }>(`/webhooks/${encodeURIComponent(id)}`, {
+        ...opts
+    });
+}
+/**
+ * Change a webhook's address, events or description
+ */
+export function updateWebhook(id: string, updateWebhookRequest: UpdateWebhookRequest, opts?: Oazapfts.RequestOpts) {
+    return oazapfts.fetchJson<{
+        status: 200;
+        data: WebhookResponse;
+    } | {
+        status: 400;
+        data: ErrorResponse;
+    } | {
+        status: 401;
+        data: ErrorResponse;
+    } | {
+        status: 403;
+        data: ErrorResponse;
+    } | {
+        status: 404;
+        data: ErrorResponse;
+    } | {
+        status: 413;
+        data: ErrorResponse;
+    } | {
+        status: 415;
+        data: ErrorResponse;
+    } | {
+        status: 429;
+        data: ErrorResponse;
+    } | {
+        status: 500;
+        data: ErrorResponse;
+    }>(`/webhooks/${encodeURIComponent(id)}`, oazapfts.json({
+        ...opts,
+        method: "PATCH",
+        body: updateWebhookRequest
+    }));
+}
+/**
+ * Delete a webhook
+ */
+export function deleteWebhook(id: string, opts?: Oazapfts.RequestOpts) {
+    return oazapfts.fetchJson<{
+        status: 200;
+        data: {
+            success: SuccessFlag;
+            data: {
+                deleted: true;
+                id: string;
+            };
+        };
+    } | {
+        status: 400;
+        data: ErrorResponse;
+    } | {
+        status: 401;
+        data: ErrorResponse;
+    } | {
+        status: 403;
+        data: ErrorResponse;
+    } | {
+        status: 404;
+        data: ErrorResponse;
+    } | {
+        status: 429;
+        data: ErrorResponse;
+    } | {
+        status: 500;
+        data: ErrorResponse;
+    }>(`/webhooks/${encodeURIComponent(id)}`, {
+        ...opts,
+        method: "DELETE"
+    });
+}
+/**
+ * Rotate the signing secret
+ */
+export function rotateWebhookSecret(id: string, opts?: Oazapfts.RequestOpts) {
+    return oazapfts.fetchJson<{
+        status: 200;
+        data: {
+            success: SuccessFlag;
+            data: RotatedSecret;
+        };
+    } | {
+        status: 400;
+        data: ErrorResponse;
+    } | {
+        status: 401;
+        data: ErrorResponse;
+    } | {
+        status: 403;
+        data: ErrorResponse;
+    } | {
+        status: 404;
+        data: ErrorResponse;
+    } | {
+        status: 429;
+        data: ErrorResponse;
+    } | {
+        status: 500;
+        data: ErrorResponse;
+    }>(`/webhooks/${encodeURIComponent(id)}/rotate-secret`, {
+        ...opts,
+        method: "POST"
+    });
+}
+/**
+ * Re-enable a disabled webhook
+ */
+export function resumeWebhook(id: string, opts?: Oazapfts.RequestOpts) {
+    return oazapfts.fetchJson<{
+        status: 200;
+        data: WebhookResponse;
+    } | {
+        status: 400;
+        data: ErrorResponse;
+    } | {
+        status: 401;
+        data: ErrorResponse;
+    } | {
+        status: 403;
+        data: ErrorResponse;
+    } | {
+        status: 404;
+        data: ErrorResponse;
+    } | {
+        status: 429;
+        data: ErrorResponse;
+    } | {
+        status: 500;
+        data: ErrorResponse;
+    }>(`/webhooks/${encodeURIComponent(id)}/resume`, {
+        ...opts,
+        method: "POST"
+    });
+}
+/**
+ * Send a webhook.test event
+ */
+export function testWebhook(id: string, opts?: Oazapfts.RequestOpts) {
+    return oazapfts.fetchJson<{
+        status: 202;
+        data: {
+            success: SuccessFlag;
+            data: {
+                deliveryId: string;
+                eventId: string;
+            };
+        };
+    } | {
+        status: 400;
+        data: ErrorResponse;
+    } | {
+        status: 401;
+        data: ErrorResponse;
+    } | {
+        status: 403;
+        data: ErrorResponse;
+    } | {
+        status: 404;
+        data: ErrorResponse;
+    } | {
+        status: 409;
+        data: ErrorResponse;
+    } | {
+        status: 429;
+        data: ErrorResponse;
+    } | {
+        status: 500;
+        data: ErrorResponse;
+    }>(`/webhooks/${encodeURIComponent(id)}/test`, {
+        ...opts,
+        method: "POST"
+    });
+}
+/**
+ * Re-queue failed deliveries of a time window
+ */
+export function recoverWebhook(id: string, recoverWebhookRequest: RecoverWebhookRequest, opts?: Oazapfts.RequestOpts) {
+    return oazapfts.fetchJson<{
+        status: 202;
+        data: {
+            success: SuccessFlag;
+            data: {
+                requeued: number;
+            };
+        };
+    } | {
+        status: 400;
+        data: ErrorResponse;
+    } | {
+        status: 401;
+        data: ErrorResponse;
+    } | {
+        status: 403;
+        data: ErrorResponse;
+    } | {
+        status: 404;
+        data: ErrorResponse;
+    } | {
+        status: 409;
+        data: ErrorResponse;
+    } | {
+        status: 413;
+        data: ErrorResponse;
+    } | {
+        status: 415;
+        data: ErrorResponse;
+    } | {
+        status: 429;
+        data: ErrorResponse;
+    } | {
+        status: 500;
+        data: ErrorResponse;
+    }>(`/webhooks/${encodeURIComponent(id)}/recover`, oazapfts.json({
+        ...opts,
+        method: "POST",
+        body: recoverWebhookRequest
+    }));
+}
+/**
+ * List a webhook's deliveries
+ */
+export function listWebhookDeliveries(id: string, { status, limit, cursor }: {
+    status?: DeliveryStatus;
+    limit?: number;
+    cursor?: string;
+} = {}, opts?: Oazapfts.RequestOpts) {
+    return oazapfts.fetchJson<{
+        status: 200;
+        data: {
+            success: SuccessFlag;
+            data: WebhookDeliveryList;
+        };
+    } | {
+        status: 400;
+        data: ErrorResponse;
+    } | {
+        status: 401;
+        data: ErrorResponse;
+    } | {
+        status: 403;
+        data: ErrorResponse;
+    } | {
+        status: 404;
+        data: ErrorResponse;
+    } | {
+        status: 429;
+        data: ErrorResponse;
+    } | {
+        status: 500;
+        data: ErrorResponse;
+    }>(`/webhooks/${encodeURIComponent(id)}/deliveries${QS.query(QS.explode({
+        status,
+        limit,
+        cursor
+    }))}`, {
+        ...opts
+    });
+}
+/**
+ * Get a delivery with every attempt
+ */
+export function getWebhookDelivery(id: string, deliveryId: string, opts?: Oazapfts.RequestOpts) {
+    return oazapfts.fetchJson<{
+        status: 200;
+        data: {
+            success: SuccessFlag;
+            data: WebhookDeliveryDetail;
+        };
+    } | {
+        status: 400;
+        data: ErrorResponse;
+    } | {
+        status: 401;
+        data: ErrorResponse;
+    } | {
+        status: 403;
+        data: ErrorResponse;
+    } | {
+        status: 404;
+        data: ErrorResponse;
+    } | {
+        status: 429;
+        data: ErrorResponse;
+    } | {
+        status: 500;
+        data: ErrorResponse;
+    }>(`/webhooks/${encodeURIComponent(id)}/deliveries/${encodeURIComponent(deliveryId)}`, {
+        ...opts
+    });
+}
+/**
+ * Re-queue one delivery now
+ */
+export function retryWebhookDelivery(id: string, deliveryId: string, opts?: Oazapfts.RequestOpts) {
+    return oazapfts.fetchJson<{
+        status: 202;
+        data: {
+            success: SuccessFlag;
+            data: WebhookDelivery;
+        };
+    } | {
+        status: 400;
+        data: ErrorResponse;
+    } | {
+        status: 401;
+        data: ErrorResponse;
+    } | {
+        status: 403;
+        data: ErrorResponse;
+    } | {
+        status: 404;
+        data: ErrorResponse;
+    } | {
+        status: 409;
+        data: ErrorResponse;
+    } | {
+        status: 429;
+        data: ErrorResponse;
+    } | {
+        status: 500;
+        data: ErrorResponse;
+    }>(`/webhooks/${encodeURIComponent(id)}/deliveries/${encodeURIComponent(deliveryId)}/retry`, {
+        ...opts,
+        method: "POST"
+    });
+}

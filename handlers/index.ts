@@ -1,0 +1,85 @@
+// operationId → handler. Start-up fails when this map and the contract disagree.
+import type { Contract } from '../platform/http/contract.ts';
+import type { Handler } from '../platform/http/types.ts';
+import { cancelImport } from './imports/cancel-import.ts';
+import { createImport } from './imports/create-import.ts';
+import { getImport } from './imports/get-import.ts';
+import { listImportErrors } from './imports/list-import-errors.ts';
+import { listImports } from './imports/list-imports.ts';
+import { retryImport } from './imports/retry-import.ts';
+import { startImport } from './imports/start-import.ts';
+import { bulkUpsertItems } from './items/bulk-upsert-items.ts';
+import { deleteItem } from './items/delete-item.ts';
+import { exportItems } from './items/export-items.ts';
+import { getItem } from './items/get-item.ts';
+import { listItems } from './items/list-items.ts';
+import { upsertItem } from './items/upsert-item.ts';
+import { getOpenApi } from './meta/get-open-api.ts';
+import { createStockMovement } from './stock/create-stock-movement.ts';
+import { listStockMovements } from './stock/list-stock-movements.ts';
+import { createWebhook } from './webhooks/create-webhook.ts';
+import { listWebhooks } from './webhooks/list-webhooks.ts';
+import { getWebhook } from './webhooks/get-webhook.ts';
+import { updateWebhook } from './webhooks/update-webhook.ts';
+import { deleteWebhook } from './webhooks/delete-webhook.ts';
+import { rotateWebhookSecret } from './webhooks/rotate-webhook-secret.ts';
+import { resumeWebhook } from './webhooks/resume-webhook.ts';
+import { testWebhook } from './webhooks/test-webhook.ts';
+import { recoverWebhook } from './webhooks/recover-webhook.ts';
+import { listWebhookDeliveries } from './webhooks/list-webhook-deliveries.ts';
+import { getWebhookDelivery } from './webhooks/get-webhook-delivery.ts';
+import { retryWebhookDelivery } from './webhooks/retry-webhook-delivery.ts';
+
+export const handlers: Readonly<Record<string, Handler>> = Object.freeze({
+  getOpenApi,
+  // items
+  upsertItem,
+  bulkUpsertItems,
+  listItems,
+  exportItems,
+  getItem,
+  deleteItem,
+  // stock
+  createStockMovement,
+  listStockMovements,
+  // imports
+  createImport,
+  listImports,
+  getImport,
+  startImport,
+  cancelImport,
+  retryImport,
+  listImportErrors,
+  // webhooks
+  createWebhook,
+  listWebhooks,
+  getWebhook,
+  updateWebhook,
+  deleteWebhook,
+  rotateWebhookSecret,
+  resumeWebhook,
+  testWebhook,
+  recoverWebhook,
+  listWebhookDeliveries,
+  getWebhookDelivery,
+  retryWebhookDelivery,
+});
+
+/** Operations outside the API prefix, served by the platform rather than by handlers. */
+export const PLATFORM_OPERATIONS: ReadonlySet<string> = new Set([
+  'getHealth', 'getReadiness', 'getMetrics', 'getDocs', 'uploadImportFile',
+]);
+
+/** The handler map for the contract; throws when an operation lacks a handler or vice versa. */
+export function bindHandlers(contract: Contract): Map<string, Handler> {
+  const operations = contract.backend.router.getOperations().map((op) => op.operationId ?? `${op.method} ${op.path}`);
+  const missing = operations.filter((id) => !(id in handlers) && !PLATFORM_OPERATIONS.has(id));
+  const extra = Object.keys(handlers).filter((id) => !operations.includes(id));
+  if (missing.length > 0 || extra.length > 0) {
+    throw new Error(
+      `handlers and contract differ: ${missing.length > 0 ? `no handler for ${missing.join(', ')}` : ''}` +
+      `${missing.length > 0 && extra.length > 0 ? '; ' : ''}${extra.length > 0 ? `not in the contract: ${extra.join(', ')}` : ''}`,
+    );
+  }
+  return new Map(Object.entries(handlers));
+}

@@ -1,0 +1,8 @@
+// POST /webhooks/{id}/rotate-secret: a new secret; the previous one keeps signing beside it for 24 h.
+import { rotateSecret } from '../../domain/webhooks/subscriptions.ts';
+import type { Handler } from '../../platform/http/types.ts';
+
+export const rotateWebhookSecret: Handler = async ({ auth, params, em }) => ({
+  status: 200,
+  data: await rotateSecret(em, auth.catalogId, params.id!),
+});

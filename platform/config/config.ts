@@ -1,0 +1,160 @@
+// Reads and validates the environment once into a frozen, typed configuration (DESIGN §5).
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+
+export type Role = 'api' | 'consumers' | 'all';
+export type StorageDriver = 'local' | 's3';
+
+export interface S3Config {
+  readonly endpoint: string | undefined;
+  readonly bucket: string;
+  readonly region: string;
+  readonly accessKeyId: string | undefined;
+  readonly secretAccessKey: string | undefined;
+}
+
+export interface Config {
+  readonly port: number;
+  readonly host: string;
+  readonly publicBaseUrl: string;
+  readonly role: Role;
+  readonly databaseUrl: string;
+  /** Comma list from KAFKA_BROKERS; undefined means "start the local broker". */
+  readonly kafkaBrokers: readonly string[] | undefined;
+  readonly kafkaTopicPrefix: string;
+  readonly storageDriver: StorageDriver;
+  readonly storageDir: string;
+  readonly s3: S3Config;
+  readonly signingSecret: string;
+  readonly webhookRetryDelaysMs: readonly number[];
+  readonly webhookTimeoutMs: number;
+  readonly webhookDisableAfter: number;
+  readonly webhookAllowHttp: boolean;
+  readonly outboundAllowPrivate: boolean;
+  /** Media ingestion (README "Media"). */
+  readonly media: MediaConfig;
+  readonly smtpUrl: string | undefined;
+  readonly mailFrom: string;
+  readonly logLevel: string;
+  /** Folder for local state: generated secrets, local mail, the local Kafka broker. */
+  readonly dataDir: string;
+}
+
+export interface MediaConfig {
+  /** MEDIA_REFRESH_AGE_HOURS: a known asset is checked again (HEAD + If-None-Match) when a changed item names it after this long. */
+  readonly refreshAgeHours: number;
+  /** MEDIA_TIMEOUT_MS: per download attempt, headers and body. */
+  readonly timeoutMs: number;
+  /** MEDIA_RETRIES: retries after the first attempt, for timeouts, network errors and 408/429/5xx. */
+  readonly retries: number;
+  /** MEDIA_CONCURRENCY: downloads in flight per consumer process. */
+  readonly concurrency: number;
+  /** MEDIA_ALLOWED_HOSTS: `host[:port]` entries the network guard lets through (an internal CDN). */
+  readonly allowedHosts: readonly string[];
+}
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+type Env = Record<string, string | undefined>;
+
+const LOG_LEVELS = new Set(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
+const DEFAULT_RETRY_DELAYS = '0,5000,25000,120000,600000,1800000,7200000,21600000';
+
+function int(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < min || value > max) {
+    throw new ConfigError(`${name} must be an integer from ${min} to ${max}, got "${raw}"`);
+  }
+  return value;
+}
+
+function bool(env: Env, name: string, fallback: boolean): boolean {
+  const raw = env[name]?.trim().toLowerCase();
+  if (raw === undefined || raw === '') return fallback;
+  if (['1', 'true', 'yes', 'on'].includes(raw)) return true;
+  if (['0', 'false', 'no', 'off'].includes(raw)) return false;
+  throw new ConfigError(`${name} must be true or false, got "${env[name]}"`);
+}
+
+function oneOf<T extends string>(env: Env, name: string, fallback: T, values: readonly T[]): T {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!(values as readonly string[]).includes(raw)) {
+    throw new ConfigError(`${name} must be one of ${values.join(', ')}, got "${raw}"`);
+  }
+  return raw as T;
+}
+
+function retryDelays(raw: string): number[] {
+  const delays = raw.split(',').map((part) => Number(part.trim()));
+  // The spec fixes 8 delivery attempts; the delays before each are configuration.
+  if (delays.length !== 8 || delays.some((d) => !Number.isInteger(d) || d < 0)) {
+    throw new ConfigError(`WEBHOOK_RETRY_DELAYS_MS must list 8 non-negative integers, got "${raw}"`);
+  }
+  return delays;
+}
+
+/** Reads SIGNING_SECRET, or the one generated once into the data folder. */
+function signingSecret(env: Env, dataDir: string): string {
+  const given = env.SIGNING_SECRET;
+  if (given !== undefined && given !== '') {
+    if (given.length < 32) throw new ConfigError('SIGNING_SECRET must be at least 32 characters');
+    return given;
+  }
+  const file = resolve(dataDir, 'signing-secret');
+  if (existsSync(file)) return readFileSync(file, 'utf8').trim();
+  mkdirSync(dirname(file), { recursive: true });
+  const secret = randomBytes(32).toString('hex');
+  writeFileSync(file, secret, { mode: 0o600, flag: 'wx' });
+  return secret;
+}
+
+export function loadConfig(env: Env = process.env): Config {
+  const port = int(env, 'PORT', 8080, 0, 65535);
+  const host = env.HOST || '127.0.0.1';
+  const dataDir = resolve(env.DATA_DIR || './.data');
+  const brokers = env.KAFKA_BROKERS?.split(',').map((b) => b.trim()).filter((b) => b !== '');
+  const logLevel = env.LOG_LEVEL || 'info';
+  if (!LOG_LEVELS.has(logLevel)) throw new ConfigError(`LOG_LEVEL must be a pino level, got "${logLevel}"`);
+  const config: Config = {
+    port,
+    host,
+    publicBaseUrl: (env.PUBLIC_BASE_URL || `http://${host}:${port}`).replace(/\/+$/, ''),
+    role: oneOf(env, 'ROLE', 'all', ['api', 'consumers', 'all'] as const),
+    databaseUrl: env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/catalog',
+    kafkaBrokers: brokers && brokers.length > 0 ? brokers : undefined,
+    kafkaTopicPrefix: env.KAFKA_TOPIC_PREFIX ?? '',
+    storageDriver: oneOf(env, 'STORAGE_DRIVER', 'local', ['local', 's3'] as const),
+    storageDir: resolve(env.STORAGE_DIR || './.data/storage'),
+    s3: Object.freeze({
+      endpoint: env.S3_ENDPOINT || undefined,
+      bucket: env.S3_BUCKET || 'catalog-imports',
+      region: env.S3_REGION || 'us-east-1',
+      accessKeyId: env.S3_ACCESS_KEY_ID || env.AWS_ACCESS_KEY_ID || undefined,
+      secretAccessKey: env.S3_SECRET_ACCESS_KEY || env.AWS_SECRET_ACCESS_KEY || undefined,
+    }),
+    signingSecret: signingSecret(env, dataDir),
+    webhookRetryDelaysMs: Object.freeze(retryDelays(env.WEBHOOK_RETRY_DELAYS_MS || DEFAULT_RETRY_DELAYS)),
+    webhookTimeoutMs: int(env, 'WEBHOOK_TIMEOUT_MS', 5000, 1, 600_000),
+    webhookDisableAfter: int(env, 'WEBHOOK_DISABLE_AFTER', 20, 1, 1_000_000),
+    webhookAllowHttp: bool(env, 'WEBHOOK_ALLOW_HTTP', false),
+    outboundAllowPrivate: bool(env, 'OUTBOUND_ALLOW_PRIVATE', false),
+    media: Object.freeze({
+      refreshAgeHours: int(env, 'MEDIA_REFRESH_AGE_HOURS', 24, 0, 24 * 365),
+      timeoutMs: int(env, 'MEDIA_TIMEOUT_MS', 15_000, 1, 600_000),
+      retries: int(env, 'MEDIA_RETRIES', 2, 0, 10),
+      concurrency: int(env, 'MEDIA_CONCURRENCY', 8, 1, 256),
+      allowedHosts: Object.freeze((env.MEDIA_ALLOWED_HOSTS ?? '').split(',').map((h) => h.trim().toLowerCase()).filter((h) => h !== '')),
+    }),
+    smtpUrl: env.SMTP_URL || undefined,
+    mailFrom: env.MAIL_FROM || 'Catalog Service <no-reply@catalog.localhost>',
+    logLevel,
+    dataDir,
+  };
+  return Object.freeze(config);
+}

@@ -1,0 +1,58 @@
+// Entities of tenancy and access: catalogs, their API keys and the shared rate-limit counters.
+import { defineEntity, p } from '@mikro-orm/postgresql';
+import type { InferEntity } from '@mikro-orm/postgresql';
+
+export const Catalog = defineEntity({
+  name: 'Catalog',
+  tableName: 'catalogs',
+  properties: {
+    id: p.uuid().primary(),
+    name: p.text(),
+    ownerEmail: p.text(),
+    createdAt: p.datetime().onCreate(() => new Date()),
+  },
+});
+export type Catalog = InferEntity<typeof Catalog>;
+
+export const ApiKey = defineEntity({
+  name: 'ApiKey',
+  tableName: 'api_keys',
+  properties: {
+    id: p.uuid().primary(),
+    catalogId: p.uuid(),
+    keyHash: p.text(),
+    keyPrefix: p.text(),
+    scopes: p.array(),
+    tier: p.enum(['free', 'pro', 'enterprise'] as const),
+    /** Operator override of the tier's requests per minute. */
+    rateLimitPerMinute: p.integer().nullable(),
+    createdAt: p.datetime().onCreate(() => new Date()),
+    revokedAt: p.datetime().nullable(),
+  },
+});
+export type ApiKey = InferEntity<typeof ApiKey>;
+
+export const RateLimit = defineEntity({
+  name: 'RateLimit',
+  tableName: 'rate_limits',
+  properties: {
+    subject: p.text().primary(),
+    windowStart: p.bigint('number'),
+    count: p.integer(),
+    prevCount: p.integer(),
+  },
+});
+
+export const IdempotencyKey = defineEntity({
+  name: 'IdempotencyKey',
+  tableName: 'idempotency_keys',
+  properties: {
+    catalogId: p.uuid().primary(),
+    operation: p.text().primary(),
+    idempotencyKey: p.text().primary(),
+    requestHash: p.text(),
+    statusCode: p.integer().nullable(),
+    responseBody: p.text().nullable(),
+    createdAt: p.datetime().onCreate(() => new Date()),
+  },
+});

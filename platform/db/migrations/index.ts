@@ -1,0 +1,11 @@
+// The ordered list of committed migrations; `catalog migrate` and every start apply what is pending.
+import type { MigrationObject } from '@mikro-orm/core';
+import { InitialSchema } from './0001-initial-schema.ts';
+import { Webhooks } from './0003-webhooks.ts';
+import { Imports } from './0004-imports.ts';
+
+export const migrations: MigrationObject[] = [
+  { name: '0001-initial-schema', class: InitialSchema },
+  { name: '0003-webhooks', class: Webhooks },
+  { name: '0004-imports', class: Imports },
+];

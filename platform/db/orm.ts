@@ -1,0 +1,78 @@
+// Opens the database: creates it if missing, applies pending migrations, hands out the ORM.
+import { MikroORM } from '@mikro-orm/postgresql';
+import { Migrator } from '@mikro-orm/migrations';
+import pg from 'pg';
+import type { Logger } from '../log/logger.ts';
+import { entities } from './entities/index.ts';
+import { migrations } from './migrations/index.ts';
+
+export type Orm = MikroORM;
+
+// Any fixed number: every instance takes the same advisory lock while migrating.
+const MIGRATION_LOCK = 7_214_001;
+
+/** Creates the database named in the URL when it does not exist yet. */
+export async function ensureDatabase(databaseUrl: string): Promise<void> {
+  const url = new URL(databaseUrl);
+  const name = decodeURIComponent(url.pathname.replace(/^\//, ''));
+  if (name === '') throw new Error('DATABASE_URL must name a database');
+  const probe = new pg.Client({ connectionString: databaseUrl });
+  try {
+    await probe.connect();
+    return;
+  } catch (error) {
+    if ((error as { code?: string }).code !== '3D000') throw error; // 3D000: database does not exist
+  } finally {
+    await probe.end().catch(() => undefined);
+  }
+  url.pathname = '/postgres';
+  const admin = new pg.Client({ connectionString: url.toString() });
+  await admin.connect();
+  try {
+    await admin.query(`CREATE DATABASE "${name.replaceAll('"', '""')}"`);
+  } catch (error) {
+    // 42P04: another instance created it first.
+    if ((error as { code?: string }).code !== '42P04') throw error;
+  } finally {
+    await admin.end();
+  }
+}
+
+export interface OpenDatabaseOptions {
+  databaseUrl: string;
+  logger: Logger;
+  /** Apply pending migrations (the default); `false` only for tools that must not change the schema. */
+  migrate?: boolean;
+  poolSize?: number;
+}
+
+export async function openDatabase(options: OpenDatabaseOptions): Promise<Orm> {
+  await ensureDatabase(options.databaseUrl);
+  const orm = await MikroORM.init({
+    clientUrl: options.databaseUrl,
+    entities,
+    extensions: [Migrator],
+    ensureDatabase: false,
+    pool: { min: 0, max: options.poolSize ?? 10 },
+    migrations: { migrationsList: migrations, transactional: true, allOrNothing: true, snapshot: false, silent: true },
+    debug: false,
+  });
+  if (options.migrate !== false) await migrate(orm, options.databaseUrl, options.logger);
+  return orm;
+}
+
+/** Applies pending migrations under an advisory lock, so instances starting together take turns. */
+export async function migrate(orm: Orm, databaseUrl: string, logger: Logger): Promise<string[]> {
+  const lock = new pg.Client({ connectionString: databaseUrl });
+  await lock.connect();
+  try {
+    await lock.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);
+    const applied = await orm.migrator.up();
+    const names = applied.map((m) => m.name);
+    if (names.length > 0) logger.info({ migrations: names }, 'applied database migrations');
+    return names;
+  } finally {
+    await lock.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]).catch(() => undefined);
+    await lock.end();
+  }
+}

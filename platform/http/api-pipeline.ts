@@ -1,0 +1,150 @@
+// Serves one request under the API prefix: key and rate limit, route, body, validation, handler.
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { ErrorObject } from 'ajv';
+import type { ErrorDetail } from '../../domain/errors.ts';
+import { ProductError } from '../../domain/errors.ts';
+import { authenticate, requireScope, unauthorized } from './auth.ts';
+import type { RateLimitState } from './auth.ts';
+import { DEFAULT_BODY_LIMIT, parseJsonBody, readBody } from './body.ts';
+import type { ContractOperation } from './contract.ts';
+import { RateLimitedError, httpError } from './errors.ts';
+import { withIdempotency } from './idempotency.ts';
+import { rateLimitHeaders, sendError, sendResult } from './respond.ts';
+import type { Handler, Services } from './types.ts';
+
+const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];
+
+// Bulk upserts carry up to 1,000 items of up to ~16 KB of metadata each (DESIGN §4).
+const BODY_LIMITS: Record<string, number> = { bulkUpsertItems: 32 * 1024 * 1024 };
+
+export interface RequestRecord {
+  operationId: string | undefined;
+  catalogId: string | undefined;
+}
+
+class MethodNotAllowedError extends ProductError {
+  readonly allow: string;
+  constructor(allow: string[]) {
+    super('method_not_allowed', `This path supports ${allow.join(', ')} only.`);
+    this.allow = allow.join(', ');
+  }
+}
+
+/** Turns Ajv errors into the envelope's details, with paths like `items.3.sku` or `query.limit`. */
+export function validationDetails(errors: ErrorObject[]): ErrorDetail[] {
+  const details = errors.map((error) => {
+    const segments = error.instancePath.split('/').slice(1).map((s) => s.replaceAll('~1', '/').replaceAll('~0', '~'));
+    if (segments[0] === 'requestBody') segments.shift();
+    const params = error.params as Record<string, unknown>;
+    if (error.keyword === 'required') segments.push(String(params.missingProperty));
+    if (error.keyword === 'additionalProperties') {
+      segments.push(String(params.additionalProperty));
+      return { path: segments.join('.'), message: 'is not a known field' };
+    }
+    return { path: segments.join('.') || 'body', message: error.message ?? 'is not valid' };
+  });
+  // allOf/oneOf branches can repeat the same complaint; say each once.
+  const seen = new Set<string>();
+  return details.filter((d) => !seen.has(`${d.path}\0${d.message}`) && seen.add(`${d.path}\0${d.message}`));
+}
+
+/** Operations whose contract declares the Idempotency-Key header honour it; others ignore it. */
+function acceptsIdempotencyKey(operation: ContractOperation): boolean {
+  return (operation.parameters ?? []).some((p) => 'in' in p && p.in === 'header' && p.name.toLowerCase() === 'idempotency-key');
+}
+
+function allowedMethods(services: Services, path: string, headers: Record<string, string>): string[] {
+  return METHODS.filter((method) => services.contract.backend.matchOperation({ method, path, headers }))
+    .map((m) => m.toUpperCase());
+}
+
+function queryObject(url: URL): Record<string, string | string[]> {
+  const query: Record<string, string | string[]> = {};
+  for (const [name, value] of url.searchParams) {
+    const existing = query[name];
+    query[name] = existing === undefined ? value : [...(Array.isArray(existing) ? existing : [existing]), value];
+  }
+  return query;
+}
+
+export async function serveApi(
+  services: Services,
+  handlers: ReadonlyMap<string, Handler>,
+  req: IncomingMessage,
+  res: ServerResponse,
+  url: URL,
+  requestId: string,
+  record: RequestRecord,
+): Promise<void> {
+  const baseHeaders: Record<string, string> = { 'x-request-id': requestId, 'cache-control': 'no-store' };
+  let limitHeaders: Record<string, string> = {};
+  try {
+    const outcome = await authenticate(services.orm, req.headers.authorization, req.socket.remoteAddress ?? 'unknown');
+    limitHeaders = rateLimitHeaders(outcome.rateLimit);
+    record.catalogId = outcome.auth?.catalogId;
+    if (!outcome.rateLimit.allowed) throw new RateLimitedError(outcome.rateLimit.retryAfter);
+    if (outcome.refusal) throw unauthorized(outcome.refusal);
+
+    const headers = req.headers as Record<string, string>;
+    const request = { method: req.method ?? 'GET', path: url.pathname, headers, query: queryObject(url) };
+    const operation = services.contract.backend.matchOperation(request) as ContractOperation | undefined;
+    if (!operation) {
+      const allow = allowedMethods(services, url.pathname, headers);
+      if (allow.length > 0) throw new MethodNotAllowedError(allow);
+      throw httpError('not_found', `No route ${req.method} ${url.pathname}.`);
+    }
+    const operationId = operation.operationId!;
+    record.operationId = operationId;
+    const isPublic = Array.isArray(operation.security) && operation.security.length === 0;
+    if (!isPublic) {
+      if (!outcome.auth) throw unauthorized();
+      requireScope(outcome.auth, (operation as { 'x-scope'?: string })['x-scope']);
+    }
+
+    let body: unknown;
+    if (operation.requestBody) {
+      const raw = await readBody(req, BODY_LIMITS[operationId] ?? DEFAULT_BODY_LIMIT);
+      if (raw.length > 0 || (operation.requestBody as { required?: boolean }).required) {
+        body = parseJsonBody(raw, req.headers['content-type']);
+      }
+    } else {
+      req.resume();
+    }
+    const parsedRequest = { ...request, body };
+    const validation = services.contract.backend.validateRequest(parsedRequest, operation);
+    if (!validation.valid) {
+      throw httpError('validation_error', 'The request is not valid.', validationDetails(validation.errors ?? []));
+    }
+    const parsed = services.contract.backend.router.parseRequest(parsedRequest, operation);
+    const coerced = (validation.coerced ?? {}) as { query?: Record<string, unknown>; params?: Record<string, string> };
+    const handler = handlers.get(operationId)!;
+    const context = {
+      operationId,
+      requestId,
+      auth: outcome.auth!,
+      params: coerced.params ?? (parsed.params as Record<string, string>),
+      query: coerced.query ?? (parsed.query as Record<string, unknown>),
+      headers: req.headers,
+      body,
+      services,
+      logger: services.logger.child({ requestId }),
+      em: services.orm.em.fork(),
+    };
+    const idempotencyKey = req.headers['idempotency-key'];
+    const result = typeof idempotencyKey === 'string' && acceptsIdempotencyKey(operation) && outcome.auth
+      ? await withIdempotency(
+        context.em,
+        { catalogId: outcome.auth.catalogId, operation: operationId, key: idempotencyKey, path: url.pathname, body },
+        (em) => handler({ ...context, em }),
+      )
+      : await handler(context);
+    await sendResult(res, result, { ...baseHeaders, ...limitHeaders });
+  } catch (error) {
+    if (!(error instanceof ProductError)) services.logger.error({ err: error, requestId }, 'request failed');
+    if (res.headersSent) {
+      res.destroy();
+      return;
+    }
+    sendError(res, error, requestId, { ...baseHeaders, ...limitHeaders });
+  }
+}

@@ -1,0 +1,66 @@
+// The one error catalogue (code → HTTP status) and the one renderer to the spec's envelope.
+import type { ErrorCode, ErrorDetail } from '../../domain/errors.ts';
+import { ProductError } from '../../domain/errors.ts';
+
+export const STATUS_BY_CODE: Readonly<Record<ErrorCode, number>> = Object.freeze({
+  validation_error: 400,
+  unauthorized: 401,
+  forbidden: 403,
+  not_found: 404,
+  method_not_allowed: 405,
+  conflict: 409,
+  payload_too_large: 413,
+  unsupported_media_type: 415,
+  unprocessable: 422,
+  too_many_requests: 429,
+  error: 500,
+  not_implemented: 501,
+});
+
+export interface ErrorBody {
+  success: false;
+  error: {
+    code: ErrorCode;
+    message: string;
+    details?: ErrorDetail[];
+    retryAfter?: number;
+    requestId: string;
+  };
+}
+
+export interface RenderedError {
+  status: number;
+  body: ErrorBody;
+}
+
+/** Renders any thrown value; what is not a ProductError becomes a 500 that leaks no internals. */
+export function renderError(error: unknown, requestId: string): RenderedError {
+  if (error instanceof ProductError) {
+    const body: ErrorBody = { success: false, error: { code: error.code, message: error.message, requestId } };
+    if (error.details && error.details.length > 0) body.error.details = error.details;
+    if (error instanceof RateLimitedError) body.error.retryAfter = error.retryAfter;
+    return { status: STATUS_BY_CODE[error.code], body };
+  }
+  return {
+    status: 500,
+    body: {
+      success: false,
+      error: {
+        code: 'error',
+        message: `An unexpected error occurred. Quote request id ${requestId} when reporting it.`,
+        requestId,
+      },
+    },
+  };
+}
+
+export class RateLimitedError extends ProductError {
+  readonly retryAfter: number;
+  constructor(retryAfter: number) {
+    super('too_many_requests', `Rate limit exceeded. Retry after ${retryAfter} seconds.`);
+    this.retryAfter = retryAfter;
+  }
+}
+
+export const httpError = (code: ErrorCode, message: string, details?: ErrorDetail[]) =>
+  new ProductError(code, message, details);

@@ -1,0 +1,87 @@
+// The HTTP server: request ids, access logs and metrics around the API and operational routes.
+import { createServer } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import { randomUUID } from 'node:crypto';
+import { API_PREFIX } from './contract.ts';
+import { httpError } from './errors.ts';
+import { serveApi } from './api-pipeline.ts';
+import type { RequestRecord } from './api-pipeline.ts';
+import { matchOps } from './ops.ts';
+import { sendError } from './respond.ts';
+import type { Handler, Services } from './types.ts';
+
+// An incoming X-Request-Id is kept when it is a sane token, so callers can correlate.
+const REQUEST_ID = /^[A-Za-z0-9._:-]{8,128}$/;
+
+export function requestIdOf(req: IncomingMessage): string {
+  const given = req.headers['x-request-id'];
+  return typeof given === 'string' && REQUEST_ID.test(given) ? given : `req_${randomUUID().replaceAll('-', '')}`;
+}
+
+export interface HttpServerOptions {
+  services: Services;
+  handlers: ReadonlyMap<string, Handler>;
+  /** Routes served outside the API prefix besides the operational ones (e.g. signed uploads). */
+  extraRoutes?: (req: IncomingMessage, res: ServerResponse, url: URL, requestId: string, record: RequestRecord) => Promise<boolean>;
+}
+
+export function createHttpServer(options: HttpServerOptions): Server {
+  const { services, handlers } = options;
+  const server = createServer({ keepAliveTimeout: 65_000, requestTimeout: 300_000 }, (req, res) => {
+    const started = process.hrtime.bigint();
+    const requestId = requestIdOf(req);
+    const record: RequestRecord = { operationId: undefined, catalogId: undefined };
+    res.on('finish', () => {
+      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+      const operation = record.operationId ?? 'unmatched';
+      services.metrics.requests.inc({ method: req.method, operation, status: String(res.statusCode) });
+      services.metrics.duration.observe({ method: req.method, operation }, seconds);
+      services.logger.info({
+        requestId, method: req.method, route: operation, status: res.statusCode,
+        latencyMs: Math.round(seconds * 1e4) / 10, catalogId: record.catalogId,
+      }, 'request');
+    });
+    handle(options, req, res, requestId, record).catch((error) => {
+      services.logger.error({ err: error, requestId }, 'unhandled request failure');
+      if (!res.headersSent) sendError(res, error, requestId, { 'x-request-id': requestId });
+      else res.destroy();
+    });
+  });
+  return server;
+}
+
+async function handle(options: HttpServerOptions, req: IncomingMessage, res: ServerResponse, requestId: string, record: RequestRecord) {
+  let url: URL;
+  try {
+    url = new URL(req.url ?? '/', 'http://localhost');
+  } catch {
+    sendError(res, httpError('not_found', 'The request target is not a valid path.'), requestId, { 'x-request-id': requestId });
+    return;
+  }
+  if (url.pathname === API_PREFIX || url.pathname.startsWith(`${API_PREFIX}/`)) {
+    await serveApi(options.services, options.handlers, req, res, url, requestId, record);
+    return;
+  }
+  const headers = { 'x-request-id': requestId };
+  const ops = matchOps(options.services, req.method ?? 'GET', url.pathname);
+  if (ops) {
+    record.operationId = ops.operationId;
+    req.resume();
+    await ops.serve(res, headers);
+    return;
+  }
+  if (!(await options.extraRoutes?.(req, res, url, requestId, record))) {
+    req.resume();
+    sendError(res, httpError('not_found', `No route ${req.method} ${url.pathname}. The API lives under ${API_PREFIX}.`), requestId, headers);
+  }
+}
+
+/** Stops accepting connections, lets in-flight requests finish, then closes idle keep-alives. */
+export async function closeHttpServer(server: Server, graceMs = 10_000): Promise<void> {
+  const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+  server.closeIdleConnections();
+  const timer = setTimeout(() => server.closeAllConnections(), graceMs);
+  timer.unref();
+  await closed;
+  clearTimeout(timer);
+}

@@ -1,0 +1,53 @@
+// The shapes a handler sees and returns: the door between HTTP and the domain.
+import type { Readable } from 'node:stream';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { Orm } from '../db/orm.ts';
+import type { Config } from '../config/config.ts';
+import type { Logger } from '../log/logger.ts';
+import type { Contract } from './contract.ts';
+import type { Metrics } from './metrics.ts';
+
+export type Scope = 'catalog:read' | 'catalog:write' | 'bulk_import:manage' | 'webhooks:manage' | 'stock:write';
+
+export interface Auth {
+  keyId: string;
+  catalogId: string;
+  scopes: readonly string[];
+  tier: string;
+}
+
+export interface Services {
+  config: Config;
+  logger: Logger;
+  orm: Orm;
+  contract: Contract;
+  metrics: Metrics;
+  /** Whether the Kafka cluster answers; used by /readyz. */
+  kafkaReachable: () => Promise<boolean>;
+}
+
+export interface HandlerContext<Body = unknown> {
+  operationId: string;
+  requestId: string;
+  /** Present on every operation that requires a key; the catalog always comes from the key. */
+  auth: Auth;
+  params: Record<string, string>;
+  query: Record<string, unknown>;
+  headers: Record<string, string | string[] | undefined>;
+  body: Body;
+  services: Services;
+  logger: Logger;
+  /**
+   * A request-scoped entity manager. With an Idempotency-Key it is already inside the
+   * transaction that records the key: domain code must do its writes through it.
+   */
+  em: EntityManager;
+}
+
+/** `data` is wrapped in the success envelope; `raw` and `stream` are sent as they are. */
+export type HandlerResult =
+  | { status: number; data: unknown; headers?: Record<string, string> }
+  | { status: number; raw: string | Buffer; contentType: string; headers?: Record<string, string> }
+  | { status: number; stream: Readable; contentType: string; headers?: Record<string, string> };
+
+export type Handler = (context: HandlerContext) => Promise<HandlerResult>;

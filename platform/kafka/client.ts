@@ -1,0 +1,191 @@
+// The one edge around kafkajs: builds the client from config, routes its logs to pino, and hands out producers, consumers and a ping.
+import { Kafka, Partitioners, logLevel } from 'kafkajs';
+import type { Admin, Consumer, EachBatchHandler, EachMessageHandler, LogEntry, Message, Producer, RecordMetadata, RetryOptions } from 'kafkajs';
+import { ensureKafka, kafkaAnswers } from '../../scripts/kafka.ts';
+import type { Config } from '../config/config.ts';
+import type { Logger } from '../log/logger.ts';
+import { silenceKafkajsTimerWarning } from './kafkajs-quirks.ts';
+import { allTopicNames, ensureTopics, topicName } from './topics.ts';
+
+export interface KafkaClient {
+  readonly kafka: Kafka;
+  readonly brokers: readonly string[];
+  readonly topicPrefix: string;
+  /** Full topic name of a logical one (`catalog.events.v1` → `<prefix>catalog.events.v1`). */
+  topic(logical: string): string;
+  /** The shared producer, connected on first use. */
+  producer(): Promise<Producer>;
+  /** Sends to a logical topic with acks from every in-sync replica; resolves once Kafka acked. */
+  send(logicalTopic: string, messages: Message[]): Promise<RecordMetadata[]>;
+  /** A short-lived admin: connects, runs `use`, always disconnects. */
+  withAdmin<T>(use: (admin: Admin) => Promise<T>): Promise<T>;
+  /** Creates the service's four topics under the prefix when missing; returns those it created. */
+  ensureTopics(): Promise<string[]>;
+  /** Subscribes a consumer in a group and starts it; stop() finishes the in-flight batch and commits. */
+  runConsumer(options: RunConsumerOptions): Promise<RunningConsumer>;
+  /** True when a broker answers a metadata request within the timeout (/readyz). */
+  ping(timeoutMs?: number): Promise<boolean>;
+  /** Disconnects the producer and every consumer this client started. */
+  disconnect(): Promise<void>;
+}
+
+export interface RunConsumerOptions {
+  readonly groupId: string;
+  /** Logical topic names; the prefix is added here. */
+  readonly topics: readonly string[];
+  readonly fromBeginning?: boolean;
+  readonly eachMessage?: EachMessageHandler;
+  readonly eachBatch?: EachBatchHandler;
+  readonly partitionsConsumedConcurrently?: number;
+}
+
+export interface RunningConsumer {
+  readonly consumer: Consumer;
+  stop(): Promise<void>;
+}
+
+export interface KafkaClientOptions {
+  /** Names the process in broker logs and group member ids, e.g. `catalog-api`. */
+  readonly clientId?: string;
+  /** Overrides config.kafkaBrokers (tests with their own broker). */
+  readonly brokers?: readonly string[];
+  /** Overrides config.kafkaTopicPrefix (a prefix per test run). */
+  readonly topicPrefix?: string;
+  /** Connection retries (kafkajs default: 5, about 10 s); outage tests lower it to fail fast. */
+  readonly retry?: RetryOptions;
+}
+
+const PINO_LEVEL: Record<number, 'error' | 'warn' | 'info' | 'debug'> = {
+  [logLevel.ERROR]: 'error',
+  [logLevel.WARN]: 'warn',
+  [logLevel.INFO]: 'info',
+  [logLevel.DEBUG]: 'debug',
+};
+
+function kafkajsLevel(pinoLevel: string): logLevel {
+  switch (pinoLevel) {
+    case 'trace': case 'debug': return logLevel.DEBUG;
+    case 'info': return logLevel.INFO;
+    case 'warn': return logLevel.WARN;
+    case 'silent': return logLevel.NOTHING;
+    default: return logLevel.ERROR;
+  }
+}
+
+/** kafkajs log entries → pino, one child logger per kafkajs namespace. */
+export function kafkajsLogCreator(logger: Logger) {
+  const base = logger.child({ component: 'kafkajs' });
+  return () => ({ namespace, level, log }: LogEntry) => {
+    const { message, timestamp: _timestamp, ...fields } = log;
+    let target = PINO_LEVEL[level] ?? 'info';
+    // Connection-level trouble (broker gone, coordinator loading) is logged by kafkajs at every
+    // retry, dozens a minute in an outage; the operation that finally fails throws to its caller,
+    // who logs it once with context.
+    if (namespace === 'Connection' || namespace === 'BrokerPool') target = 'debug';
+    base[target]({ namespace, ...fields }, message);
+  };
+}
+
+export async function createKafkaClient(config: Config, logger: Logger, options: KafkaClientOptions = {}): Promise<KafkaClient> {
+  silenceKafkajsTimerWarning();
+  // No KAFKA_BROKERS means "run the local broker" (DESIGN §2): start it, or reuse one that answers.
+  const brokers = [...(options.brokers ?? config.kafkaBrokers ?? (await ensureKafka({ dataDir: config.dataDir, logger })).brokers)];
+  const topicPrefix = options.topicPrefix ?? config.kafkaTopicPrefix;
+  const log = logger.child({ component: 'kafka' });
+  const kafka = new Kafka({
+    clientId: options.clientId ?? 'catalog',
+    brokers,
+    connectionTimeout: 3000,
+    requestTimeout: 30_000,
+    logLevel: kafkajsLevel(config.logLevel),
+    logCreator: kafkajsLogCreator(logger),
+    ...(options.retry ? { retry: options.retry } : {}),
+  });
+
+  let producerPromise: Promise<Producer> | undefined;
+  const consumers = new Set<RunningConsumer>();
+
+  const producer = (): Promise<Producer> => {
+    producerPromise ??= (async () => {
+      const created = kafka.producer({
+        // Not kafkajs' idempotent mode: it retries forever by default (a send would hang through a
+        // broker outage while the relay holds its transaction), and when a failed batch is re-sent
+        // with other contents its sequence numbers no longer line up (OUT_OF_ORDER_SEQUENCE_NUMBER).
+        // At-least-once comes from the outbox re-sending; one request in flight keeps per-key order.
+        idempotent: false,
+        maxInFlightRequests: 1,
+        allowAutoTopicCreation: false,
+        // Murmur2 like the Java client, so other consumers/producers agree on key → partition.
+        createPartitioner: Partitioners.DefaultPartitioner,
+        // Bounded: a send fails in ~10 s when the broker is gone and the caller backs off.
+        retry: { retries: 5, initialRetryTime: 300, maxRetryTime: 3000 },
+      });
+      await created.connect();
+      return created;
+    })().catch((error: unknown) => {
+      producerPromise = undefined;
+      throw error;
+    });
+    return producerPromise;
+  };
+
+  const withAdmin = async <T>(use: (admin: Admin) => Promise<T>): Promise<T> => {
+    const admin = kafka.admin();
+    await admin.connect();
+    try {
+      return await use(admin);
+    } finally {
+      await admin.disconnect();
+    }
+  };
+
+  const runConsumer = async (run: RunConsumerOptions): Promise<RunningConsumer> => {
+    // A killed member holds its partitions until its session times out: 10 s rather than kafkajs'
+    // 30 s lets a restarted consumer take its work back sooner (the broker allows 6 s and up).
+    const consumer = kafka.consumer({ groupId: run.groupId, allowAutoTopicCreation: false, sessionTimeout: 10_000, heartbeatInterval: 3000 });
+    await consumer.connect();
+    await consumer.subscribe({ topics: run.topics.map((t) => topicName(topicPrefix, t)), fromBeginning: run.fromBeginning ?? false });
+    // autoCommit (the default) commits resolved offsets after every batch, including the one a
+    // stop() interrupts, so a graceful stop re-delivers nothing that was handled.
+    await consumer.run({
+      ...(run.eachMessage ? { eachMessage: run.eachMessage } : {}),
+      ...(run.eachBatch ? { eachBatch: run.eachBatch } : {}),
+      partitionsConsumedConcurrently: run.partitionsConsumedConcurrently ?? 1,
+    });
+    let stopping: Promise<void> | undefined;
+    const running: RunningConsumer = {
+      consumer,
+      stop: () => {
+        stopping ??= (async () => {
+          consumers.delete(running);
+          await consumer.disconnect();
+          log.info({ groupId: run.groupId }, 'consumer stopped');
+        })();
+        return stopping;
+      },
+    };
+    consumers.add(running);
+    return running;
+  };
+
+  return {
+    kafka,
+    brokers,
+    topicPrefix,
+    topic: (logical) => topicName(topicPrefix, logical),
+    producer,
+    async send(logicalTopic, messages) {
+      return (await producer()).send({ topic: topicName(topicPrefix, logicalTopic), messages, acks: -1 });
+    },
+    withAdmin,
+    ensureTopics: () => withAdmin((admin) => ensureTopics(admin, allTopicNames(topicPrefix))),
+    runConsumer,
+    ping: (timeoutMs = 2000) => kafkaAnswers(brokers, timeoutMs),
+    async disconnect() {
+      await Promise.allSettled([...consumers].map((c) => c.stop()));
+      const current = producerPromise;
+      producerPromise = undefined;
+      if (current) await (await current.catch(() => undefined))?.disconnect();
+    },
+  };
+}

@@ -1,0 +1,61 @@
+// The Kafka topics of the service (DESIGN §1), their prefixed names, and creating the missing ones.
+import type { Admin } from 'kafkajs';
+
+/** Logical topic names, without the environment prefix; outbox rows store these. */
+export const TOPICS = {
+  /** Every domain event (the webhook body shape); key = resourceId. The public stream. */
+  events: 'catalog.events.v1',
+  /** Import jobs to process; key = jobId. */
+  imports: 'catalog.imports.v1',
+  /** Media assets to fetch; key = sourceUrlHash. */
+  media: 'catalog.media.v1',
+  /** Webhook deliveries due now; key = webhook id. */
+  webhookDeliveries: 'catalog.webhook-deliveries.v1',
+} as const;
+
+export type LogicalTopic = (typeof TOPICS)[keyof typeof TOPICS];
+
+export const LOGICAL_TOPICS: readonly LogicalTopic[] = Object.freeze(Object.values(TOPICS));
+
+// Keys pick the partition, so per-resource order holds with any count; 3 lets a consumer group
+// spread over a few processes without a repartition later.
+export const DEFAULT_PARTITIONS = 3;
+
+/**
+ * The real topic name: the prefix (config.kafkaTopicPrefix) is used verbatim, so it carries its own
+ * separator, e.g. `staging.` or a per-test-run `t1a2b3.`.
+ */
+export function topicName(prefix: string, topic: string): string {
+  return `${prefix}${topic}`;
+}
+
+/** Every topic of the service under a prefix. */
+export function allTopicNames(prefix: string): string[] {
+  return LOGICAL_TOPICS.map((topic) => topicName(prefix, topic));
+}
+
+export interface EnsureTopicsOptions {
+  readonly numPartitions?: number;
+  /** 1 for the local single-node broker; production clusters would pass 3. */
+  readonly replicationFactor?: number;
+}
+
+/**
+ * Creates the topics (full names) that do not exist yet and waits for their leaders, so a producer
+ * can write at once. Returns the names it created. Safe to race: a topic another process created
+ * meanwhile counts as existing.
+ */
+export async function ensureTopics(admin: Admin, topics: readonly string[], options: EnsureTopicsOptions = {}): Promise<string[]> {
+  const existing = new Set(await admin.listTopics());
+  const missing = [...new Set(topics)].filter((topic) => !existing.has(topic));
+  if (missing.length === 0) return [];
+  await admin.createTopics({
+    waitForLeaders: true,
+    topics: missing.map((topic) => ({
+      topic,
+      numPartitions: options.numPartitions ?? DEFAULT_PARTITIONS,
+      replicationFactor: options.replicationFactor ?? 1,
+    })),
+  });
+  return missing;
+}

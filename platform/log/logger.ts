@@ -1,0 +1,29 @@
+// The pino logger, configured once; credentials are redacted wherever they appear.
+import { pino } from 'pino';
+import type { Logger } from 'pino';
+
+export type { Logger };
+
+/** `destination` 2 sends logs to stderr, for commands whose stdout is their output. */
+export function createLogger(level: string, destination: 1 | 2 = 1): Logger {
+  return pino({
+    level,
+    base: { service: 'catalog' },
+    timestamp: pino.stdTimeFunctions.isoTime,
+    redact: {
+      paths: [
+        'req.headers.authorization',
+        'headers.authorization',
+        'authorization',
+        'apiKey',
+        'secret',
+        'signingSecret',
+        '*.secret',
+        '*.apiKey',
+        'config.signingSecret',
+        'config.databaseUrl',
+      ],
+      censor: '[redacted]',
+    },
+  }, pino.destination({ fd: destination, sync: destination === 2 }));
+}

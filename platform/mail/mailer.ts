@@ -1,0 +1,45 @@
+// Outgoing e-mail, configured once: nodemailer over SMTP_URL, or .eml files in <dataDir>/mail when no SMTP server is set.
+import { mkdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import nodemailer from 'nodemailer';
+import type { Config } from '../config/config.ts';
+import type { Logger } from '../log/logger.ts';
+
+export interface MailMessage {
+  readonly to: string;
+  readonly subject: string;
+  readonly text: string;
+}
+
+export interface Mailer {
+  /** Resolves once the SMTP server accepted the message (or the file is written); throws otherwise. */
+  send(message: MailMessage): Promise<void>;
+  close(): void;
+}
+
+export function createMailer(config: Pick<Config, 'smtpUrl' | 'mailFrom' | 'dataDir'>, logger: Logger): Mailer {
+  const log = logger.child({ component: 'mail' });
+  if (config.smtpUrl) {
+    const transport = nodemailer.createTransport(config.smtpUrl);
+    return {
+      async send(message) {
+        const info = await transport.sendMail({ from: config.mailFrom, ...message });
+        log.info({ to: message.to, subject: message.subject, messageId: info.messageId }, 'mail sent');
+      },
+      close: () => transport.close(),
+    };
+  }
+  // Local development: the message is composed exactly as it would be sent and kept on disk.
+  const folder = join(config.dataDir, 'mail');
+  const transport = nodemailer.createTransport({ streamTransport: true, buffer: true, newline: 'unix' });
+  return {
+    async send(message) {
+      const info = await transport.sendMail({ from: config.mailFrom, ...message });
+      await mkdir(folder, { recursive: true });
+      const file = join(folder, `${new Date().toISOString().replaceAll(':', '-')}-${String(info.messageId).replace(/[^A-Za-z0-9.@-]/g, '')}.eml`);
+      await writeFile(file, info.message as Buffer);
+      log.info({ to: message.to, subject: message.subject, file }, 'no SMTP_URL: mail written to a file');
+    },
+    close: () => transport.close(),
+  };
+}

@@ -1,0 +1,133 @@
+// A fetch for ky over node:http(s): the network guard at connect time, no redirects followed, and a body read whole but never past a byte cap.
+import http from 'node:http';
+import https from 'node:https';
+import type { IncomingMessage } from 'node:http';
+import { assertHostAllowed, guardedLookup } from './network-guard.ts';
+
+/** The body is larger than the cap (by Content-Length, or while reading); never retried. */
+export class TooLargeError extends Error {
+  override name = 'TooLargeError';
+  readonly code = 'ETOOLARGE';
+  constructor(maxBytes: number) {
+    super(`larger than ${Math.round(maxBytes / (1024 * 1024))} MB`);
+  }
+}
+
+export interface BoundedFetchOptions {
+  readonly maxBytes: number;
+  /** OUTBOUND_ALLOW_PRIVATE: the guard is off for every host. */
+  readonly allowPrivate: boolean;
+  /** `host[:port]` (lower case, as in URL#host) the guard lets through. */
+  readonly allowedHosts: ReadonlySet<string>;
+  /** Sockets kept per origin between downloads. */
+  readonly maxSocketsPerHost?: number;
+}
+
+export interface BoundedFetch {
+  (input: Request | URL | string, init?: RequestInit): Promise<Response>;
+  /** The bytes of a 2xx response this fetch made (its Response carries no body of its own). */
+  bodyOf(response: Response): Buffer;
+  close(): void;
+}
+
+// Responses that carry no body by definition; the Response constructor refuses one for them.
+const NULL_BODY_STATUS = new Set([101, 103, 204, 205, 304]);
+
+/**
+ * Errors before a response (refused address, connection reset, DNS failure) reject as a
+ * TypeError('fetch failed', { cause }) like undici's fetch, so ky sees a network error and its
+ * retry policy decides; a body over the cap rejects with TooLargeError.
+ */
+export function createBoundedFetch(options: BoundedFetchOptions): BoundedFetch {
+  const agentOptions = { keepAlive: true, maxSockets: options.maxSocketsPerHost ?? 16, maxFreeSockets: 16, scheduling: 'lifo' as const };
+  // Two pools, so a socket opened for an allowed host is never reused under the guard or the other way round.
+  const pools = {
+    guarded: { lookup: guardedLookup(options.allowPrivate), http: new http.Agent(agentOptions), https: new https.Agent(agentOptions) },
+    open: { lookup: guardedLookup(true), http: new http.Agent(agentOptions), https: new https.Agent(agentOptions) },
+  };
+  const bodies = new WeakMap<Response, Buffer>();
+
+  const boundedFetch = ((input: Request | URL | string, init?: RequestInit): Promise<Response> => {
+    const request = input instanceof Request ? input : new Request(input, init);
+    const url = new URL(request.url);
+    return new Promise<Response>((resolve, reject) => {
+      const networkError = (cause: unknown) => reject(new TypeError('fetch failed', { cause }));
+      if (url.protocol !== 'http:' && url.protocol !== 'https:') return networkError(new Error(`unsupported protocol ${url.protocol}`));
+      const open = options.allowPrivate || options.allowedHosts.has(url.host);
+      try {
+        assertHostAllowed(url.hostname, open); // IP literals skip the lookup
+      } catch (error) {
+        return networkError(error);
+      }
+      const pool = open ? pools.open : pools.guarded;
+      const secure = url.protocol === 'https:';
+      const headers: Record<string, string> = {};
+      request.headers.forEach((value, name) => { headers[name] = value; });
+      const req = (secure ? https : http).request(url, {
+        method: request.method,
+        headers,
+        agent: secure ? pool.https : pool.http,
+        lookup: pool.lookup,
+        signal: request.signal,
+      }, (res) => onResponse(res, request.method === 'HEAD'));
+      req.on('error', networkError);
+      req.end();
+
+      function onResponse(res: IncomingMessage, head: boolean) {
+        const status = res.statusCode ?? 0;
+        const responseHeaders = new Headers();
+        for (let i = 0; i + 1 < res.rawHeaders.length; i += 2) responseHeaders.append(res.rawHeaders[i]!, res.rawHeaders[i + 1]!);
+        const bodyless = head || NULL_BODY_STATUS.has(status);
+        if (bodyless || status < 200 || status >= 300) {
+          // Only a success's body is of use; others (redirects, errors) are dropped with their socket.
+          if (bodyless) res.resume();
+          else res.destroy();
+          return resolve(new Response(null, { status: status >= 200 && status <= 599 ? status : 502, headers: responseHeaders }));
+        }
+        const declared = Number(res.headers['content-length']);
+        if (Number.isFinite(declared) && declared > options.maxBytes) {
+          reject(new TooLargeError(options.maxBytes));
+          return res.destroy();
+        }
+        // Preallocated when the size is announced: one buffer, no concatenation.
+        let body = Number.isFinite(declared) && declared >= 0 ? Buffer.allocUnsafe(declared) : undefined;
+        const chunks: Buffer[] = [];
+        let received = 0;
+        res.on('data', (chunk: Buffer) => {
+          received += chunk.length;
+          if (received > options.maxBytes) {
+            // Rejected before the destroy: its 'close' must not turn this into a retryable network error.
+            reject(new TooLargeError(options.maxBytes));
+            return res.destroy();
+          }
+          if (body && received <= body.length) chunk.copy(body, received - chunk.length);
+          else chunks.push(chunk);
+        });
+        res.on('error', networkError);
+        // A connection cut mid-body: 'close' without a complete message (settles nothing if 'end' already did).
+        res.on('close', () => {
+          if (!res.complete) networkError(new Error('connection closed before the end of the body'));
+        });
+        res.on('end', () => {
+          if (!res.complete) return;
+          if (!body || received !== body.length || chunks.length > 0) {
+            body = body ? Buffer.concat([body.subarray(0, Math.min(received, body.length)), ...chunks]) : Buffer.concat(chunks, received);
+          }
+          // The bytes stay beside the Response (bodyOf): a Response body would copy them once more.
+          const response = new Response(null, { status, headers: responseHeaders });
+          bodies.set(response, body);
+          resolve(response);
+        });
+      }
+    });
+  }) as BoundedFetch;
+
+  boundedFetch.bodyOf = (response) => bodies.get(response) ?? Buffer.alloc(0);
+  boundedFetch.close = () => {
+    for (const pool of [pools.guarded, pools.open]) {
+      pool.http.destroy();
+      pool.https.destroy();
+    }
+  };
+  return boundedFetch;
+}

@@ -1,0 +1,92 @@
+// The composition root: opens every dependency once and starts the roles this process plays.
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { bindHandlers } from '../handlers/index.ts';
+import type { Config } from './config/config.ts';
+import { openDatabase } from './db/orm.ts';
+import { loadContract } from './http/contract.ts';
+import { createMetrics } from './http/metrics.ts';
+import { closeHttpServer, createHttpServer } from './http/server.ts';
+import type { Services } from './http/types.ts';
+import { createOutboxRelay } from '../consumers/relay/outbox-relay.ts';
+import { startWebhookWorkers } from '../consumers/webhooks/index.ts';
+import { startMediaConsumer } from '../consumers/media/index.ts';
+import { startImportConsumer } from '../consumers/import/index.ts';
+import { uploadRoute } from './storage/upload-route.ts';
+import { configureMediaRegistration } from '../domain/media/register.ts';
+import { createKafkaClient } from './kafka/client.ts';
+import type { KafkaClient } from './kafka/client.ts';
+import type { Logger } from './log/logger.ts';
+import { createLogger } from './log/logger.ts';
+
+export interface RunningService {
+  services: Services;
+  /** Base address of the HTTP listener, when this process plays the api role. */
+  url: string | undefined;
+  kafka: KafkaClient;
+  close(): Promise<void>;
+}
+
+export async function startService(config: Config, logger: Logger = createLogger(config.logLevel)): Promise<RunningService> {
+  const closers: Array<() => Promise<void>> = [];
+  const close = async () => {
+    // Reverse order of opening: stop taking work, then release what the work used.
+    for (const closer of closers.reverse()) {
+      await closer().catch((error) => logger.error({ err: error }, 'error while shutting down'));
+    }
+  };
+  try {
+    configureMediaRegistration(config.media); // every role upserts (API, imports)
+    const contract = await loadContract();
+    const handlers = bindHandlers(contract);
+    const orm = await openDatabase({ databaseUrl: config.databaseUrl, logger, poolSize: 20 });
+    closers.push(() => orm.close());
+    const kafka = await createKafkaClient(config, logger, { clientId: `catalog-${config.role}` });
+    closers.push(() => kafka.disconnect());
+    await kafka.ensureTopics();
+    const services: Services = {
+      config, logger, orm, contract, metrics: createMetrics(), kafkaReachable: () => kafka.ping(2000),
+    };
+    if (config.role !== 'api') {
+      // The relay runs with the consumers: an api-only fleet leaves events safely in the outbox.
+      const relay = createOutboxRelay({ databaseUrl: config.databaseUrl, kafka, logger });
+      await relay.start();
+      closers.push(() => relay.stop());
+      // Side by side: each waits for its consumer group's join, which after a crash can take a
+      // dead member's session timeout; the import sweeper resumes jobs meanwhile.
+      const workers = await Promise.allSettled([
+        startImportConsumer({ config, kafka, orm, logger }),
+        startWebhookWorkers(config, kafka, logger),
+        startMediaConsumer(config, kafka, logger),
+      ]);
+      for (const worker of workers) if (worker.status === 'fulfilled') closers.push(() => worker.value.stop());
+      const failed = workers.find((worker) => worker.status === 'rejected');
+      if (failed) throw failed.reason;
+    }
+    let url: string | undefined;
+    if (config.role !== 'consumers') {
+      const server = createHttpServer({ services, handlers, extraRoutes: uploadRoute(services) });
+      await listen(server, config.port, config.host);
+      closers.push(() => closeHttpServer(server));
+      const address = server.address() as AddressInfo;
+      url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${address.port}`;
+      logger.info({ url, role: config.role }, 'catalog service listening');
+    } else {
+      logger.info({ role: config.role }, 'catalog consumers running');
+    }
+    return { services, url, kafka, close };
+  } catch (error) {
+    await close();
+    throw error;
+  }
+}
+
+function listen(server: Server, port: number, host: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+}

@@ -1,0 +1,100 @@
+// The embedded storage driver: files under STORAGE_DIR, uploads through the service's own HMAC-signed address.
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createReadStream, createWriteStream } from 'node:fs';
+import { mkdir, rename, rm, stat } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import type { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import type { ObjectStorage } from './storage.ts';
+import { isSafePath } from './storage.ts';
+
+/** The route the local driver's upload addresses point at; outside the API prefix (contract: uploadImportFile). */
+export const UPLOAD_ROUTE = '/storage/v1/upload/';
+
+export interface LocalStorageOptions {
+  readonly dir: string;
+  readonly publicBaseUrl: string;
+  readonly secret: string;
+}
+
+export interface LocalStorage extends ObjectStorage {
+  readonly driver: 'local';
+  /** Checks an upload address's `expires` and `signature`: 'ok', 'expired' or 'invalid'. */
+  verifyUpload(path: string, expires: number, signature: string, nowSeconds?: number): 'ok' | 'expired' | 'invalid';
+  /** Stores an upload aside; `commit` puts it at `path`, `discard` drops it. */
+  receive(path: string, body: Readable): Promise<ReceivedUpload>;
+}
+
+export interface ReceivedUpload {
+  readonly sizeBytes: number;
+  commit(): Promise<void>;
+  discard(): Promise<void>;
+}
+
+// The method is part of what is signed, so an upload signature can never authorize anything else.
+const signature = (secret: string, path: string, expires: number) =>
+  createHmac('sha256', secret).update(`PUT\n${path}\n${expires}`).digest('hex');
+
+export function createLocalStorage(options: LocalStorageOptions): LocalStorage {
+  const fileOf = (path: string) => {
+    if (!isSafePath(path)) throw new Error(`unsafe storage path ${JSON.stringify(path)}`);
+    return join(options.dir, path);
+  };
+  return {
+    driver: 'local',
+    async signUpload(path, upload) {
+      const expires = Math.floor(Date.now() / 1000) + upload.expiresInSeconds;
+      // One percent-encoded segment (`/` → `%2F`), as the contract's storagePath parameter says.
+      return `${options.publicBaseUrl}${UPLOAD_ROUTE}${encodeURIComponent(path)}?expires=${expires}&signature=${signature(options.secret, path, expires)}`;
+    },
+    verifyUpload(path, expires, given, nowSeconds = Date.now() / 1000) {
+      const expected = Buffer.from(signature(options.secret, path, expires), 'hex');
+      const actual = Buffer.from(/^[0-9a-f]{64}$/.test(given) ? given : '', 'hex');
+      if (actual.length !== expected.length || !timingSafeEqual(actual, expected)) return 'invalid';
+      return expires < nowSeconds ? 'expired' : 'ok';
+    },
+    async receive(path, body) {
+      const file = fileOf(path);
+      await mkdir(dirname(file), { recursive: true });
+      const partial = `${file}.upload-${randomBytes(6).toString('hex')}`;
+      const discard = () => rm(partial, { force: true });
+      try {
+        await pipeline(body, createWriteStream(partial));
+      } catch (error) {
+        await discard();
+        throw error;
+      }
+      return { sizeBytes: (await stat(partial)).size, commit: () => rename(partial, file), discard };
+    },
+    async stat(path) {
+      try {
+        const info = await stat(fileOf(path));
+        return info.isFile() ? { sizeBytes: info.size } : undefined;
+      } catch (error) {
+        if ((error as { code?: string }).code === 'ENOENT') return undefined;
+        throw error;
+      }
+    },
+    async read(path, offset = 0) {
+      return createReadStream(fileOf(path), { start: offset, highWaterMark: 256 * 1024 });
+    },
+    async write(path, body: Readable, sizeBytes) {
+      const file = fileOf(path);
+      await mkdir(dirname(file), { recursive: true });
+      // Written aside and renamed: a reader never sees half a file, a failed write leaves none.
+      const partial = `${file}.part-${randomBytes(6).toString('hex')}`;
+      try {
+        await pipeline(body, createWriteStream(partial));
+        const written = (await stat(partial)).size;
+        if (written !== sizeBytes) throw new Error(`wrote ${written} bytes to ${path}, expected ${sizeBytes}`);
+        await rename(partial, file);
+      } catch (error) {
+        await rm(partial, { force: true });
+        throw error;
+      }
+    },
+    async remove(path) {
+      await rm(fileOf(path), { force: true });
+    },
+  };
+}

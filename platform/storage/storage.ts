@@ -1,0 +1,66 @@
+// The object storage of import files: one interface, a `local` and an `s3` driver, chosen by config.
+import type { Readable } from 'node:stream';
+import type { Config } from '../config/config.ts';
+import { createLocalStorage } from './local.ts';
+
+export interface SignedUpload {
+  readonly contentType: string;
+  /** The declared size; the body may not exceed it (s3: must equal it, the length is signed). */
+  readonly sizeBytes: number;
+  readonly expiresInSeconds: number;
+}
+
+export interface ObjectStorage {
+  readonly driver: 'local' | 's3';
+  /** An address the caller PUTs the file to without an API key, valid for `expiresInSeconds`. */
+  signUpload(path: string, upload: SignedUpload): Promise<string>;
+  /** The stored object's size, or undefined when nothing is stored at `path`. */
+  stat(path: string): Promise<{ sizeBytes: number } | undefined>;
+  /** The object's bytes from `offset` on, as a stream (the consumer resumes mid-file). */
+  read(path: string, offset?: number): Promise<Readable>;
+  /** Stores `sizeBytes` bytes from `body` at `path`, replacing what was there. */
+  write(path: string, body: Readable, sizeBytes: number): Promise<void>;
+  remove(path: string): Promise<void>;
+}
+
+/** `imports/<catalogId>/<jobId>.jsonl`: the catalog in the path keeps tenants apart in a shared bucket. */
+export const importPath = (catalogId: string, jobId: string) => `imports/${catalogId}/${jobId}.jsonl`;
+
+// What storage paths may look like (the contract's pattern), without `.`/`..` segments.
+const SAFE_PATH = /^[A-Za-z0-9._-]+(?:\/[A-Za-z0-9._-]+)*$/;
+
+export function isSafePath(path: string): boolean {
+  return path.length <= 1024 && SAFE_PATH.test(path) && !path.split('/').some((s) => s === '.' || s === '..');
+}
+
+const byConfig = new WeakMap<Config, ObjectStorage>();
+
+/** The storage of a configuration, made once (the s3 client keeps its connections). */
+export function storageFor(config: Config): ObjectStorage {
+  let storage = byConfig.get(config);
+  if (!storage) {
+    storage = createStorage(config);
+    byConfig.set(config, storage);
+  }
+  return storage;
+}
+
+export function createStorage(config: Config): ObjectStorage {
+  return config.storageDriver === 's3'
+    ? lazyS3(config)
+    : createLocalStorage({ dir: config.storageDir, publicBaseUrl: config.publicBaseUrl, secret: config.signingSecret });
+}
+
+/** The s3 driver, its SDK loaded on first use: processes on the local driver never pay for it. */
+function lazyS3(config: Config): ObjectStorage {
+  let loaded: Promise<ObjectStorage> | undefined;
+  const s3 = () => (loaded ??= import('./s3.ts').then((m) => m.createS3Storage(config.s3)));
+  return {
+    driver: 's3',
+    signUpload: async (path, upload) => (await s3()).signUpload(path, upload),
+    stat: async (path) => (await s3()).stat(path),
+    read: async (path, offset) => (await s3()).read(path, offset),
+    write: async (path, body, sizeBytes) => (await s3()).write(path, body, sizeBytes),
+    remove: async (path) => (await s3()).remove(path),
+  };
+}

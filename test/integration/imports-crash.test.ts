@@ -1,0 +1,81 @@
+// Crash safety: the consumer process is SIGKILLed in the middle of a 20,000-line import; a new one finishes it exactly.
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, test } from 'node:test';
+import * as api from '../../generated/client.ts';
+import { clientOptions, expectData } from '../helpers/client.ts';
+import { sqlClient } from '../helpers/database.ts';
+import { item, jsonl, startImportService, upload, waitForJob } from '../helpers/imports.ts';
+import { testEnv } from '../helpers/service.ts';
+import type { TestService } from '../helpers/service.ts';
+
+const FILE = import.meta.filename;
+const STORAGE_DIR = mkdtempSync(join(tmpdir(), 'catalog-crash-storage-'));
+let service: TestService;
+let sql: Awaited<ReturnType<typeof sqlClient>>;
+const children = new Set<ChildProcess>();
+
+/** `catalog serve --role consumers` in a process of its own, on the api's database, topics and storage. */
+function startConsumers(): ChildProcess {
+  const child = spawn(process.execPath, ['cli/main.ts', 'serve', '--role', 'consumers'], {
+    env: testEnv(FILE, service.databaseUrl, { STORAGE_DIR, ROLE: 'consumers' }) as NodeJS.ProcessEnv,
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  children.add(child);
+  child.once('exit', () => children.delete(child));
+  return child;
+}
+
+before(async () => {
+  service = await startImportService(FILE, { ROLE: 'api', STORAGE_DIR });
+  sql = await sqlClient(service.databaseUrl);
+});
+after(async () => {
+  for (const child of children) child.kill('SIGKILL');
+  await sql?.end();
+  await service?.close();
+});
+
+test('SIGKILL mid-import: a new consumer resumes from the committed cursor; counts and items match the file exactly', async () => {
+  const tenant = await service.newTenant();
+  const opts = clientOptions(service.url, tenant.key);
+  const lines = Array.from({ length: 20_000 }, (_, i) =>
+    i % 997 === 5 ? item(`K-${i}`, { gtin13: '42' }) : item(`K-${i}`, { price: i / 100, tags: [`t${i % 13}`], category: { name: `Cat ${i % 7}` } }));
+  const invalid = lines.filter((l) => l.gtin13 === '42').length;
+  const file = jsonl(lines);
+  const created = expectData(await api.createImport({ fileSizeBytes: file.length }, {}, opts), 201);
+  assert.equal((await upload(created.uploadUrl, file)).response.status, 200);
+  expectData(await api.startImport(created.jobId, opts), 202);
+
+  const first = startConsumers();
+  const midway = await waitForJob(opts, created.jobId, (j) => j.counts.processed >= 3000, 90_000);
+  first.kill('SIGKILL');
+  await new Promise((r) => first.once('exit', r));
+  const atKill = expectData(await api.getImport(created.jobId, opts), 200);
+  assert.equal(atKill.status, 'processing', 'the kill must land mid-file');
+  assert.ok(atKill.counts.processed >= midway.counts.processed && atKill.counts.processed < 20_000);
+
+  startConsumers();
+  const job = await waitForJob(opts, created.jobId, undefined, 90_000);
+  assert.equal(job.status, 'completed_with_errors');
+  assert.deepEqual(job.counts, { total: 20_000, processed: 20_000, succeeded: 20_000 - invalid, failed: invalid, unchanged: 0 });
+  assert.equal(job.errorCount, invalid);
+
+  const { rows } = await sql.query('SELECT external_id, name, price::float8 AS price, sku FROM items WHERE catalog_id = $1', [tenant.catalogId]);
+  const expected = lines.filter((l) => l.gtin13 !== '42');
+  assert.equal(rows.length, expected.length);
+  const stored = new Map(rows.map((r) => [r.external_id, r]));
+  for (const line of expected) {
+    const row = stored.get(line.externalId);
+    assert.deepEqual(row && [row.name, row.price, row.sku], [line.name, line.price, line.sku], line.externalId);
+  }
+  const errors = (await sql.query('SELECT line_number FROM import_errors WHERE job_id = $1 ORDER BY 1', [created.jobId])).rows.map((r) => r.line_number);
+  assert.deepEqual(errors, lines.flatMap((l, i) => (l.gtin13 === '42' ? [i + 1] : [])));
+  // Rolled-back batches took their events with them: one item.created per stored item.
+  const created_ = (await sql.query(`SELECT count(*)::int AS n FROM outbox WHERE payload::jsonb ->> 'catalogId' = $1 AND payload::jsonb ->> 'type' = 'item.created'`, [tenant.catalogId])).rows[0].n;
+  assert.equal(created_, expected.length);
+});

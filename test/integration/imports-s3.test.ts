@@ -1,0 +1,85 @@
+// The s3 storage driver against a real S3-compatible server (S3Proxy from Maven Central): presigned PUT, ranged reads, retry files.
+import assert from 'node:assert/strict';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, test } from 'node:test';
+import * as api from '../../generated/client.ts';
+import { createS3Storage } from '../../platform/storage/s3.ts';
+import { startS3Proxy } from '../../scripts/s3proxy.ts';
+import type { RunningS3Proxy } from '../../scripts/s3proxy.ts';
+import { clientOptions, expectData, expectStatus } from '../helpers/client.ts';
+import { sqlClient } from '../helpers/database.ts';
+import { item, jsonl, startImportService, waitForJob } from '../helpers/imports.ts';
+import type { TestService } from '../helpers/service.ts';
+
+const FILE = import.meta.filename;
+let s3: RunningS3Proxy;
+let service: TestService;
+let sql: Awaited<ReturnType<typeof sqlClient>>;
+
+const put = (url: string, body: Buffer, contentType = 'application/x-ndjson') =>
+  fetch(url, { method: 'PUT', headers: { 'content-type': contentType }, body: new Uint8Array(body) });
+
+before(async () => {
+  s3 = await startS3Proxy(mkdtempSync(join(tmpdir(), 'catalog-s3proxy-')));
+  service = await startImportService(FILE, {
+    STORAGE_DRIVER: 's3', S3_ENDPOINT: s3.endpoint, S3_BUCKET: 'catalog-imports-test', S3_REGION: 'us-east-1',
+    S3_ACCESS_KEY_ID: s3.accessKeyId, S3_SECRET_ACCESS_KEY: s3.secretAccessKey,
+  });
+  sql = await sqlClient(service.databaseUrl);
+});
+after(async () => {
+  await sql?.end();
+  await service?.close();
+  await s3?.stop();
+});
+
+test('s3: a presigned PUT, refused when tampered, of another type or size; the import and a retry run from the bucket', async () => {
+  const tenant = await service.newTenant();
+  const opts = clientOptions(service.url, tenant.key);
+  const file = jsonl([...Array.from({ length: 250 }, (_, i) => item(`S-${i}`)), item('S-BAD', { gtin13: '1' })]);
+  const created = expectData(await api.createImport({ fileSizeBytes: file.length }, {}, opts), 201);
+  const url = new URL(created.uploadUrl);
+  assert.equal(url.origin, s3.endpoint);
+  assert.equal(url.pathname, `/catalog-imports-test/${created.storagePath}`);
+  assert.equal(url.searchParams.get('X-Amz-Expires'), '3600');
+  assert.match(url.searchParams.get('X-Amz-SignedHeaders') ?? '', /content-length;content-type/);
+  assert.equal(created.expiresIn, 3600);
+
+  const tampered = new URL(url);
+  tampered.searchParams.set('X-Amz-Signature', '0'.repeat(64));
+  assert.equal((await put(tampered.toString(), file)).status, 403);
+  assert.equal((await put(created.uploadUrl, file, 'text/plain')).status, 403);
+  const bigger = await put(created.uploadUrl, Buffer.concat([file, Buffer.from('{}\n')]));
+  assert.ok(bigger.status >= 400, `a larger body answered ${bigger.status}`);
+  assert.match(expectStatus(await api.startImport(created.jobId, opts), 409).error.message, /no file/);
+
+  // The local upload route is off with the s3 driver.
+  const local = await fetch(`${service.url}/storage/v1/upload/${encodeURIComponent(created.storagePath)}?expires=1&signature=${'0'.repeat(64)}`, {
+    method: 'PUT', headers: { 'content-type': 'application/x-ndjson' }, body: 'x',
+  });
+  assert.equal(local.status, 501);
+
+  assert.equal((await put(created.uploadUrl, file)).status, 200);
+  expectData(await api.startImport(created.jobId, opts), 202);
+  const job = await waitForJob(opts, created.jobId);
+  assert.equal(job.status, 'completed_with_errors');
+  assert.deepEqual(job.counts, { total: 251, processed: 251, succeeded: 250, failed: 1, unchanged: 0 });
+  assert.equal((await sql.query('SELECT count(*)::int AS n FROM items WHERE catalog_id = $1', [tenant.catalogId])).rows[0].n, 250);
+
+  const retry = expectData(await api.retryImport(job.id, opts), 201);
+  const retried = await waitForJob(opts, retry.jobId);
+  assert.deepEqual(retried.counts, { total: 1, processed: 1, succeeded: 0, failed: 1, unchanged: 0 });
+});
+
+test('s3: an expired presigned address is refused', async () => {
+  const storage = createS3Storage({
+    endpoint: s3.endpoint, bucket: 'catalog-imports-test', region: 'us-east-1', accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey,
+  });
+  const body = jsonl([item('E-1')]);
+  const url = await storage.signUpload('imports/expiry/test.jsonl', { contentType: 'application/x-ndjson', sizeBytes: body.length, expiresInSeconds: 1 });
+  await new Promise((r) => setTimeout(r, 2100));
+  assert.equal((await put(url, body)).status, 403);
+  assert.equal(await storage.stat('imports/expiry/test.jsonl'), undefined);
+});

@@ -1,0 +1,87 @@
+// Item and stock events travel through the outbox to the real Kafka topic in the spec's envelope.
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import * as api from '../../generated/client.ts';
+import { clientOptions, expectData } from '../helpers/client.ts';
+import { readTopic } from '../helpers/kafka.ts';
+import type { TopicRecord } from '../helpers/kafka.ts';
+import { startTestService } from '../helpers/service.ts';
+import type { Tenant, TestService } from '../helpers/service.ts';
+
+const FILE = import.meta.filename;
+let service: TestService;
+let tenant: Tenant;
+const opts = () => clientOptions(service.url, tenant.key);
+const ISO_MS_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+
+before(async () => {
+  service = await startTestService(FILE);
+  tenant = await service.newTenant();
+});
+after(async () => {
+  await service?.close();
+});
+
+async function eventsFor(resourceId: string, count: number): Promise<Array<{ record: TopicRecord; body: any }>> {
+  const topic = `${service.config.kafkaTopicPrefix}catalog.events.v1`;
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    const records = await readTopic(service.config.kafkaBrokers ? [...service.config.kafkaBrokers] : [], topic).catch(() => []);
+    const mine = records.map((record) => ({ record, body: JSON.parse(record.value!.toString('utf8')) }))
+      .filter((e) => e.body.resourceId === resourceId);
+    if (mine.length >= count || Date.now() > deadline) return mine;
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+}
+
+function assertEnvelope(event: { record: TopicRecord; body: any }, type: string, resourceId: string) {
+  assert.deepEqual(Object.keys(event.body).sort(), ['catalogId', 'createdAt', 'data', 'id', 'resourceId', 'type']);
+  assert.equal(event.body.type, type);
+  assert.equal(event.body.catalogId, tenant.catalogId);
+  assert.equal(event.body.resourceId, resourceId);
+  assert.match(event.body.createdAt, ISO_MS_UTC);
+  assert.match(event.body.id, /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[0-9a-f]{4}-[0-9a-f]{12}$/);
+  assert.equal(event.record.key, resourceId, 'the Kafka key is the resourceId');
+  assert.equal(event.record.headers['event-id'], event.body.id);
+}
+
+test('created, updated, deleted: one event each in order; unchanged emits none', async () => {
+  const item = { externalSystem: 'erp', externalId: 'EV-1', sku: 'EV-SKU', name: 'Evented' };
+  const created = expectData(await api.upsertItem(item, opts()), 201);
+  expectData(await api.upsertItem(item, opts()), 200);
+  const updated = expectData(await api.upsertItem({ ...item, name: 'Evented, renamed' }, opts()), 200);
+  expectData(await api.deleteItem('erp', 'EV-1', opts()), 200);
+  const events = await eventsFor('EV-1', 3);
+  assert.deepEqual(events.map((e) => e.body.type), ['item.created', 'item.updated', 'item.deleted']);
+  assertEnvelope(events[0]!, 'item.created', 'EV-1');
+  assert.deepEqual(events[0]!.body.data, { externalId: 'EV-1', externalSystem: 'erp', serviceId: created.serviceId, sku: 'EV-SKU' });
+  assertEnvelope(events[1]!, 'item.updated', 'EV-1');
+  assert.deepEqual(events[1]!.body.data, { externalId: 'EV-1', externalSystem: 'erp', serviceId: created.serviceId, sku: 'EV-SKU', contentHash: updated.contentHash });
+  assertEnvelope(events[2]!, 'item.deleted', 'EV-1');
+  assert.deepEqual(events[2]!.body.data, { externalId: 'EV-1', externalSystem: 'erp', serviceId: created.serviceId, sku: 'EV-SKU' });
+  assert.equal(new Set(events.map((e) => e.body.id)).size, 3);
+});
+
+test('bulk upserts emit one event per created or updated element, none for failures', async () => {
+  const data = expectData(await api.bulkUpsertItems({ items: [
+    { externalSystem: 'erp', externalId: 'EV-B1', name: 'One' },
+    { externalSystem: 'erp', externalId: 'EV-B2', name: 'Two', gtin13: 'bad' },
+  ] }, opts()), 200);
+  assert.deepEqual(data.summary, { created: 1, updated: 0, unchanged: 0, failed: 1 });
+  const one = await eventsFor('EV-B1', 1);
+  assert.deepEqual(one.map((e) => e.body.type), ['item.created']);
+  // Both elements were decided in one transaction: EV-B1's event being there means EV-B2's would be.
+  assert.deepEqual(await eventsFor('EV-B2', 0), []);
+});
+
+test('a stock movement emits stock.adjusted with the movement and the new on-hand', async () => {
+  const created = expectData(await api.upsertItem({ externalSystem: 'erp', externalId: 'EV-S', name: 'Stocked', trackStock: true }, opts()), 201);
+  const moved = expectData(await api.createStockMovement('erp', 'EV-S', { quantity: 7, reason: 'receipt' }, {}, opts()), 201);
+  const events = (await eventsFor('EV-S', 2)).filter((e) => e.body.type === 'stock.adjusted');
+  assert.equal(events.length, 1);
+  assertEnvelope(events[0]!, 'stock.adjusted', 'EV-S');
+  assert.deepEqual(events[0]!.body.data, {
+    externalId: 'EV-S', externalSystem: 'erp', serviceId: created.serviceId, movementId: moved.movement.id,
+    quantity: 7, reason: 'receipt', onHand: 7,
+  });
+});

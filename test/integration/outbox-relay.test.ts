@@ -1,0 +1,168 @@
+// The outbox end to end against real Postgres and a real Kafka broker: transactional writes, byte-exact publishing, and a broker outage.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import type pg from 'pg';
+import { createOutboxRelay } from '../../consumers/relay/outbox-relay.ts';
+import type { OutboxRelay } from '../../consumers/relay/outbox-relay.ts';
+import { domainEvent, eventRow, writeOutbox } from '../../domain/events/outbox.ts';
+import type { OutboxRow } from '../../domain/events/outbox.ts';
+import { loadConfig } from '../../platform/config/config.ts';
+import { openDatabase } from '../../platform/db/orm.ts';
+import type { Orm } from '../../platform/db/orm.ts';
+import { createKafkaClient } from '../../platform/kafka/client.ts';
+import type { KafkaClient } from '../../platform/kafka/client.ts';
+import { TOPICS, allTopicNames } from '../../platform/kafka/topics.ts';
+import { createLogger } from '../../platform/log/logger.ts';
+import { freshDatabase, sqlClient } from '../helpers/database.ts';
+import { privateBroker, readTopic, topicPrefixFor } from '../helpers/kafka.ts';
+import type { TopicRecord } from '../helpers/kafka.ts';
+
+// Its own broker (port and data folder), because the outage test stops it; other test files
+// keep using the shared broker on 9092 undisturbed.
+const broker = privateBroker('kafka-test-relay', 19092);
+const prefix = topicPrefixFor(import.meta.url);
+const logger = createLogger(process.env.TEST_LOG_LEVEL ?? 'warn');
+
+let databaseUrl: string;
+let db: pg.Client;
+let orm: Orm;
+let kafka: KafkaClient;
+let relay: OutboxRelay;
+let brokers: string[];
+
+/** Strings that re-serializing or SQL quoting would alter: quotes, backslashes, `?`, non-ASCII, an escaped NUL. */
+function trickyData(i: number): Record<string, unknown> {
+  return { n: i, sku: `SKU-${i}?`, name: `Café "Ω" \\ it's ${i}`, note: 'line\nbreak\u0000 ✓ 🚀', price: 10.5, big: 1e21, nested: { empty: {} } };
+}
+
+function itemEvent(i: number, resourceId = `ext-${i}`) {
+  return domainEvent({ type: 'item.created', catalogId: 'cat_test', resourceId, data: trickyData(i) });
+}
+
+/** The domain path: MikroORM `em.transactional` with `em.execute` (`?` placeholders). */
+async function writeInTransaction(rows: OutboxRow[], rollback = false): Promise<void> {
+  const fail = new Error('roll back on purpose');
+  await orm.em.fork().transactional(async (em) => {
+    await writeOutbox((sql, params) => em.execute(sql, params), rows);
+    if (rollback) throw fail;
+  }).catch((error: unknown) => { if (error !== fail) throw error; });
+}
+
+async function waitUntil(what: string, check: () => Promise<boolean>, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((done) => setTimeout(done, 100));
+  }
+}
+
+const unsentCount = async (): Promise<number> => Number((await db.query('SELECT count(*) AS n FROM outbox WHERE sent_at IS NULL')).rows[0].n);
+
+function byEventId(records: TopicRecord[]): Map<string, TopicRecord[]> {
+  const map = new Map<string, TopicRecord[]>();
+  for (const record of records) {
+    const id = record.headers['event-id'] ?? '';
+    map.set(id, [...(map.get(id) ?? []), record]);
+  }
+  return map;
+}
+
+function assertPublishedExactly(records: TopicRecord[], rows: OutboxRow[]): { duplicates: number } {
+  const published = byEventId(records);
+  let duplicates = 0;
+  for (const row of rows) {
+    const copies = published.get(row.eventId);
+    assert.ok(copies && copies.length > 0, `event ${row.eventId} missing from the topic`);
+    duplicates += copies.length - 1;
+    for (const copy of copies) {
+      assert.equal(copy.key, row.key);
+      assert.ok(copy.value?.equals(Buffer.from(row.payload, 'utf8')), `payload of ${row.eventId} not byte-identical`);
+      assert.equal(copy.headers['event-type'], 'item.created');
+    }
+  }
+  return { duplicates };
+}
+
+before(async () => {
+  databaseUrl = await freshDatabase(import.meta.url);
+  // The real schema, migrations and all: the outbox table is the product's, not a copy.
+  orm = await openDatabase({ databaseUrl, logger });
+  db = await sqlClient(databaseUrl);
+  brokers = await broker.start();
+  const config = loadConfig({ ...process.env, KAFKA_BROKERS: brokers.join(','), KAFKA_TOPIC_PREFIX: prefix, LOG_LEVEL: 'warn' });
+  // Few connection retries: the outage test waits for the relay to give up once.
+  kafka = await createKafkaClient(config, logger, { clientId: 'test-outbox-relay', retry: { retries: 2, initialRetryTime: 200, maxRetryTime: 1000 } });
+  // A poll interval longer than any wait below: only NOTIFY can make the relay publish in time.
+  relay = createOutboxRelay({ databaseUrl, kafka, logger, pollIntervalMs: 120_000, maxBackoffMs: 2000 });
+  await relay.start();
+});
+
+after(async () => {
+  await relay?.stop();
+  // Unique prefixes pile up topics run after run; each costs the broker start-up time.
+  await kafka?.withAdmin((admin) => admin.deleteTopics({ topics: allTopicNames(prefix) })).catch(() => undefined);
+  await kafka?.disconnect();
+  await orm?.close();
+  await db?.end();
+  // Frees the 2-core machine; the next run starts it again in a few seconds.
+  await broker.stop();
+});
+
+describe('outbox relay', () => {
+  test('events committed in a transaction reach the topic with the same key and bytes; a rollback publishes nothing', async () => {
+    const committed = [itemEvent(1), itemEvent(2), itemEvent(3, 'ext-1')].map(eventRow);
+    const rolledBack = [itemEvent(99)].map(eventRow);
+    await writeInTransaction(committed);
+    await writeInTransaction(rolledBack, true);
+
+    await waitUntil('the relay to publish', async () => (await unsentCount()) === 0, 30_000);
+    const rows = (await db.query('SELECT event_id FROM outbox')).rows.map((r: { event_id: string }) => r.event_id);
+    assert.deepEqual(rows.sort(), committed.map((r) => r.eventId).sort(), 'only the committed rows exist');
+
+    const records = await readTopic(brokers, kafka.topic(TOPICS.events));
+    assertPublishedExactly(records, committed);
+    assert.equal(byEventId(records).has(rolledBack[0]!.eventId), false, 'rolled-back event was published');
+    // Same key, same partition, in commit order: ext-1 got event 1 before event 3.
+    const ext1 = records.filter((r) => r.key === 'ext-1').map((r) => r.headers['event-id']);
+    assert.deepEqual(ext1, [committed[0]!.eventId, committed[2]!.eventId]);
+  });
+
+  test('node-postgres callers write with $n placeholders and are published the same way', async () => {
+    const rows = [itemEvent(7), itemEvent(8)].map(eventRow);
+    await db.query('BEGIN');
+    await writeOutbox((sql, params) => db.query(sql, params), rows, { placeholders: 'dollar' });
+    await db.query('COMMIT');
+    await waitUntil('the relay to publish', async () => (await unsentCount()) === 0, 30_000);
+    assertPublishedExactly(await readTopic(brokers, kafka.topic(TOPICS.events)), rows);
+  });
+
+  test('events written while the broker is down are all published once it is back', async (t) => {
+    const failuresBefore = relay.stats.failures;
+    await broker.stop();
+
+    const written: OutboxRow[] = [];
+    for (let tx = 0; tx < 6; tx++) {
+      const rows = Array.from({ length: 10 }, (_, i) => eventRow(itemEvent(1000 + tx * 10 + i, `ext-${i % 4}`)));
+      await writeInTransaction(rows);
+      written.push(...rows);
+    }
+    // The relay must have tried and rolled back at least once while Kafka was away.
+    await waitUntil('a failed publish attempt', async () => relay.stats.failures > failuresBefore, 60_000);
+    assert.equal(await unsentCount(), written.length, 'nothing is marked sent while Kafka is down');
+
+    const restarted = Date.now();
+    await broker.start();
+    await waitUntil('the backlog to drain', async () => (await unsentCount()) === 0, 90_000);
+    t.diagnostic(`backlog drained ${Date.now() - restarted} ms after the broker restart; failures during the outage: ${relay.stats.failures - failuresBefore}`);
+
+    const records = await readTopic(brokers, kafka.topic(TOPICS.events));
+    const { duplicates } = assertPublishedExactly(records, written);
+    t.diagnostic(`${written.length} events written during the outage, ${duplicates} duplicate(s) on the topic`);
+    // Per key, Kafka holds the events in the order they were committed (duplicates aside).
+    for (let key = 0; key < 4; key++) {
+      const expected = written.filter((r) => r.key === `ext-${key}`).map((r) => r.eventId);
+      const seen = [...new Set(records.filter((r) => r.key === `ext-${key}` && expected.includes(r.headers['event-id'] ?? '')).map((r) => r.headers['event-id']))];
+      assert.deepEqual(seen, expected, `order of key ext-${key}`);
+    }
+  });
+});

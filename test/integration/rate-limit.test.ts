@@ -1,0 +1,104 @@
+// The rate limit lives in Postgres: two API instances on one database share one budget per key.
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import * as client from '../../generated/client.ts';
+import { clientOptions } from '../helpers/client.ts';
+import { checkedFetch } from '../helpers/contract-check.ts';
+import { sqlClient } from '../helpers/database.ts';
+import { startTestService } from '../helpers/service.ts';
+import type { TestService } from '../helpers/service.ts';
+
+const FILE = import.meta.filename;
+let first: TestService;
+let second: TestService;
+
+before(async () => {
+  first = await startTestService(FILE);
+  second = await startTestService(FILE, { DATABASE_URL: first.databaseUrl });
+});
+after(async () => {
+  await second?.close();
+  await first?.close();
+});
+
+test('two instances on one database share one budget of 100 requests per minute (free tier)', async () => {
+  const { key } = await first.newTenant({ tier: 'free', scopes: ['catalog:read'] });
+  const headers = { authorization: `Bearer ${key}` };
+  const statuses: number[] = [];
+  const remaining: number[] = [];
+  // Alternate between the instances: each alone would allow 100.
+  for (let i = 0; i < 100; i += 1) {
+    const options = clientOptions(i % 2 === 0 ? first.url : second.url, key);
+    const answer = await client.listItems({}, {
+      ...options,
+      fetch: async (input, init) => {
+        const response = await options.fetch!(input, init);
+        remaining.push(Number(response.headers.get('x-ratelimit-remaining')));
+        assert.equal(response.headers.get('x-ratelimit-limit'), '100');
+        return response;
+      },
+    });
+    statuses.push(answer.status);
+  }
+  assert.ok(statuses.every((s) => s !== 429), 'the first 100 requests are within the budget');
+  assert.deepEqual(remaining.slice(0, 3), [99, 98, 97]);
+  assert.equal(remaining.at(-1), 0);
+
+  for (const base of [first.url, second.url]) {
+    const { response, body } = await checkedFetch(`${base}/api/v1/catalog/items`, { headers });
+    assert.equal(response.status, 429);
+    assert.equal(body.error.code, 'too_many_requests');
+    const retryAfter = Number(response.headers.get('retry-after'));
+    assert.ok(retryAfter >= 1 && retryAfter <= 120, `Retry-After ${retryAfter} is a sensible wait`);
+    assert.equal(body.error.retryAfter, retryAfter, 'error.retryAfter equals the Retry-After header');
+    assert.equal(response.headers.get('x-ratelimit-remaining'), '0');
+  }
+});
+
+test('refused requests are not counted, and budgets are per key', async () => {
+  const a = await first.newTenant({ tier: 'free', scopes: ['catalog:read'] });
+  const b = await first.newTenant({ tier: 'pro', scopes: ['catalog:read'] });
+  for (let i = 0; i < 100; i += 1) {
+    await fetch(`${second.url}/api/v1/catalog/items`, { headers: { authorization: `Bearer ${a.key}` } }).then((r) => r.arrayBuffer());
+  }
+  for (let i = 0; i < 3; i += 1) {
+    const limited = await checkedFetch(`${first.url}/api/v1/catalog/items`, { headers: { authorization: `Bearer ${a.key}` } });
+    assert.equal(limited.response.status, 429);
+  }
+  const sql = await sqlClient(first.databaseUrl);
+  try {
+    const { rows } = await sql.query('select count from rate_limits where subject = $1', [`key:${a.keyId}`]);
+    assert.equal(rows[0].count, 100, 'the three refused requests were not counted');
+  } finally {
+    await sql.end();
+  }
+  const other = await checkedFetch(`${first.url}/api/v1/catalog/items`, { headers: { authorization: `Bearer ${b.key}` } });
+  assert.notEqual(other.response.status, 429, 'another key keeps its own budget');
+  assert.equal(other.response.headers.get('x-ratelimit-limit'), '1000', 'pro tier allows 1000 per minute');
+  assert.equal(other.response.headers.get('x-ratelimit-remaining'), '999');
+});
+
+test('the window slides: the previous minute weighs by its remaining overlap', async () => {
+  const sql = await sqlClient(first.databaseUrl);
+  const hit = async (subject: string, limit: number, now: number) =>
+    (await sql.query('select * from rate_limit_hit($1, $2, $3)', [subject, limit, now])).rows[0];
+  try {
+    const subject = `test:${Date.now()}`;
+    // 10 requests late in minute [600, 660) with a limit of 10.
+    for (let i = 0; i < 10; i += 1) assert.equal((await hit(subject, 10, 650 + i * 0.1)).allowed, true);
+    const refused = await hit(subject, 10, 655);
+    assert.equal(refused.allowed, false);
+    assert.equal(refused.retry_after, 11, 'room returns at 666 s, when 10 × (60 − 6) / 60 + 1 ≤ 10');
+    assert.equal(Number(refused.reset_at), 660);
+    // 15 s into the next minute the previous one still weighs 10 × 45/60 = 7.5: two more fit.
+    assert.equal((await hit(subject, 10, 675)).allowed, true);
+    assert.equal((await hit(subject, 10, 675)).allowed, true);
+    assert.equal((await hit(subject, 10, 675)).allowed, false);
+    // Two minutes later nothing of the old minutes weighs any more.
+    const fresh = await hit(subject, 10, 800);
+    assert.equal(fresh.allowed, true);
+    assert.equal(fresh.remaining, 9);
+  } finally {
+    await sql.end();
+  }
+});
