@@ -1,5 +1,6 @@
 // The Kafka topics of the service (DESIGN §1), their prefixed names, and creating the missing ones.
 import type { Admin } from 'kafkajs';
+import pRetry from 'p-retry';
 
 /** Logical topic names, without the environment prefix; outbox rows store these. */
 export const TOPICS = {
@@ -49,13 +50,35 @@ export async function ensureTopics(admin: Admin, topics: readonly string[], opti
   const existing = new Set(await admin.listTopics());
   const missing = [...new Set(topics)].filter((topic) => !existing.has(topic));
   if (missing.length === 0) return [];
+  // kafkajs's own wait (waitForLeaders) retries only LEADER_NOT_AVAILABLE, but a KRaft broker
+  // answers UNKNOWN_TOPIC_OR_PARTITION for a topic it created a moment ago; so wait here.
   await admin.createTopics({
-    waitForLeaders: true,
+    waitForLeaders: false,
     topics: missing.map((topic) => ({
       topic,
       numPartitions: options.numPartitions ?? DEFAULT_PARTITIONS,
       replicationFactor: options.replicationFactor ?? 1,
     })),
   });
+  await waitForLeaders(admin, missing);
   return missing;
+}
+
+/** Resolves once every partition of the topics has a leader; gives up after about 30 s. */
+async function waitForLeaders(admin: Admin, topics: string[]): Promise<void> {
+  await pRetry(
+    async () => {
+      const metadata = await admin.fetchTopicMetadata({ topics });
+      const leaderless = metadata.topics.filter((topic) => topic.partitions.length === 0 || topic.partitions.some((p) => p.leader < 0));
+      if (leaderless.length > 0) throw new Error(`no leader yet for ${leaderless.map((topic) => topic.name).join(', ')}`);
+    },
+    {
+      retries: 60,
+      minTimeout: 100,
+      maxTimeout: 1000,
+      maxRetryTime: 30_000,
+      // kafkajs marks the errors a retry cannot cure (bad topic name, no authorization).
+      shouldRetry: ({ error }) => (error as { retriable?: boolean }).retriable !== false,
+    },
+  );
 }
