@@ -1,18 +1,16 @@
 // Reading items: one by identity, pages by cursor with filters, and the whole catalog as a stream.
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { query } from '../../platform/db/sql.ts';
+import { prepared, query } from '../../platform/db/sql.ts';
 import { notFound } from '../errors.ts';
 import { decodeCursor, encodeCursor } from '../pagination.ts';
 import { ITEM_SELECT, itemView } from './view.ts';
 import type { ItemRow, ItemView } from './view.ts';
 import { nameKey } from './store.ts';
 
+const GET_ITEM = prepared(`${ITEM_SELECT} WHERE i.catalog_id = $1 AND i.external_system = $2 AND i.external_id = $3`);
+
 export async function getItem(em: EntityManager, catalogId: string, externalSystem: string, externalId: string): Promise<ItemView> {
-  const [row] = await query<ItemRow>(
-    em,
-    `${ITEM_SELECT} WHERE i.catalog_id = $1 AND i.external_system = $2 AND i.external_id = $3`,
-    [catalogId, externalSystem, externalId],
-  );
+  const [row] = await query<ItemRow>(em, GET_ITEM, [catalogId, externalSystem, externalId]);
   // Another catalog's item is as absent as a missing one: 404, never 403.
   if (!row) throw notFound(`Item ${externalSystem}/${externalId}`);
   return itemView(row);

@@ -1,6 +1,6 @@
 // The SQL of the upsert path: one lookup and one write per batch, whatever its size.
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { query } from '../../platform/db/sql.ts';
+import { prepared, query } from '../../platform/db/sql.ts';
 import { TOPICS } from '../../platform/kafka/topics.ts';
 import { OUTBOX_CHANNEL } from '../events/outbox.ts';
 import { v7 as uuidv7 } from 'uuid';
@@ -37,34 +37,51 @@ interface LookupRow {
   k: string | null;
 }
 
-/**
- * One round trip: the batch's existing items (by identity or SKU), categories and brands, as
- * plain rows. Every part is a join on a unique index, so the cost follows the batch, never the
- * catalog (an OR, or `= ANY` of a long array, would scan or compare against the whole catalog).
- */
-export async function lookup(em: EntityManager, catalogId: string, items: readonly NormalizedItem[]): Promise<Lookup> {
-  const identities = JSON.stringify(items.map((i) => [i.externalSystem, i.externalId]));
-  const skus = JSON.stringify([...new Set(items.flatMap((i) => (i.sku === null ? [] : [i.sku])))]);
-  const categories = JSON.stringify([...new Set(items.flatMap((i) => (i.category ? [nameKey(i.category.name)] : [])))]);
-  const brands = JSON.stringify([...new Set(items.flatMap((i) => (i.brand ? [nameKey(i.brand.name)] : [])))]);
-  const rows = await query<LookupRow>(em, `
+const LOOKUP = prepared(`
     SELECT 'item' AS kind, i.id, i.external_system AS s, i.external_id AS e, i.content_hash AS h, i.sku AS k
-    FROM jsonb_array_elements($2::jsonb) t
-    JOIN items i ON i.catalog_id = $1 AND i.external_system = t ->> 0 AND i.external_id = t ->> 1
+    FROM unnest($2::text[], $3::text[]) AS t(s, e)
+    CROSS JOIN LATERAL (SELECT * FROM items i WHERE i.catalog_id = $1 AND i.external_system = t.s AND i.external_id = t.e LIMIT 1) i
     UNION ALL
     SELECT 'item', i.id, i.external_system, i.external_id, i.content_hash, i.sku
-    FROM (SELECT jsonb_array_elements_text($3::jsonb) AS sku) x
-    JOIN items i ON i.catalog_id = $1 AND i.sku = x.sku
+    FROM unnest($4::text[]) AS x(sku)
+    CROSS JOIN LATERAL (SELECT * FROM items i WHERE i.catalog_id = $1 AND i.sku = x.sku LIMIT 1) i
     UNION ALL
     SELECT 'category', c.id, NULL, NULL, NULL, c.name_key
-    FROM (SELECT jsonb_array_elements_text($4::jsonb) AS k) x
-    JOIN categories c ON c.catalog_id = $1 AND c.name_key = x.k
+    FROM unnest($5::text[]) AS x(k)
+    CROSS JOIN LATERAL (SELECT * FROM categories c WHERE c.catalog_id = $1 AND c.name_key = x.k LIMIT 1) c
     UNION ALL
     SELECT 'brand', b.id, NULL, NULL, NULL, b.name_key
-    FROM (SELECT jsonb_array_elements_text($5::jsonb) AS k) x
-    JOIN brands b ON b.catalog_id = $1 AND b.name_key = x.k`,
-    [catalogId, identities, skus, categories, brands],
-  );
+    FROM unnest($6::text[]) AS x(k)
+    CROSS JOIN LATERAL (SELECT * FROM brands b WHERE b.catalog_id = $1 AND b.name_key = x.k LIMIT 1) b`);
+
+// The same for one item, with scalar parameters: its generic plan is as good as a custom one, so
+// Postgres plans it once per connection (an array's length is unknown to a generic plan, which
+// makes Postgres plan the batch form anew on every run).
+const LOOKUP_ONE = prepared(`
+    (SELECT 'item' AS kind, i.id, i.external_system AS s, i.external_id AS e, i.content_hash AS h, i.sku AS k
+    FROM items i WHERE i.catalog_id = $1 AND i.external_system = $2 AND i.external_id = $3)
+    UNION ALL
+    (SELECT 'item', i.id, i.external_system, i.external_id, i.content_hash, i.sku
+    FROM items i WHERE i.catalog_id = $1 AND i.sku = $4)
+    UNION ALL
+    (SELECT 'category', c.id, NULL, NULL, NULL, c.name_key FROM categories c WHERE c.catalog_id = $1 AND c.name_key = $5)
+    UNION ALL
+    (SELECT 'brand', b.id, NULL, NULL, NULL, b.name_key FROM brands b WHERE b.catalog_id = $1 AND b.name_key = $6)`);
+
+/**
+ * One round trip: the batch's existing items (by identity or SKU), categories and brands, as
+ * plain rows. Each part looks its keys up one by one through a unique index (a LATERAL subquery
+ * with LIMIT 1 is never turned into a hash join), so the cost follows the batch, never the
+ * catalog, whatever the planner's statistics say about the catalog's size.
+ */
+export async function lookup(em: EntityManager, catalogId: string, items: readonly NormalizedItem[]): Promise<Lookup> {
+  const skus = [...new Set(items.flatMap((i) => (i.sku === null ? [] : [i.sku])))];
+  const categories = [...new Set(items.flatMap((i) => (i.category ? [nameKey(i.category.name)] : [])))];
+  const brands = [...new Set(items.flatMap((i) => (i.brand ? [nameKey(i.brand.name)] : [])))];
+  const only = items.length === 1 ? items[0]! : undefined;
+  const rows = only
+    ? await query<LookupRow>(em, LOOKUP_ONE, [catalogId, only.externalSystem, only.externalId, only.sku, categories[0] ?? null, brands[0] ?? null])
+    : await query<LookupRow>(em, LOOKUP, [catalogId, items.map((i) => i.externalSystem), items.map((i) => i.externalId), skus, categories, brands]);
   const result: Lookup = { items: new Map(), skuOwners: new Map(), categories: new Map(), brands: new Map() };
   for (const row of rows) {
     if (row.kind === 'category') result.categories.set(row.k!, row.id);
@@ -104,35 +121,7 @@ export interface Names {
   newBrands: NewName[];
 }
 
-/**
- * One statement, atomic on its own, so a batch costs a single round trip:
- * 1. creates the missing categories and brands (ON CONFLICT DO UPDATE so a name a concurrent
- *    request created meanwhile still returns its id: exactly one row per name);
- * 2. inserts or updates the items; the update applies only when the hash differs, so a row
- *    that became equal meanwhile is not rewritten (and not returned);
- * 3. appends item.created / item.updated to the outbox for exactly the rows written, deciding
- *    the type and serviceId from what the database did, not from the earlier lookup, so a
- *    concurrent writer cannot make an event lie; and wakes the relay.
- * The event text is assembled here in the same key order and escaping as domainEvent's
- * JSON.stringify (to_json escapes like JSON.stringify for these strings).
- */
-export async function writeItems(em: EntityManager, catalogId: string, candidates: readonly WriteCandidate[], names: Names): Promise<WrittenRow[]> {
-  const now = new Date().toISOString();
-  const input = JSON.stringify(candidates.map(({ id, item }, ord) => {
-    const categoryKey = item.category ? nameKey(item.category.name) : null;
-    const brandKey = item.brand ? nameKey(item.brand.name) : null;
-    return {
-      ord, id, ev: uuidv7(), at: now, s: item.externalSystem, e: item.externalId, sku: item.sku, name: item.name,
-      description: item.description, price: item.price, cost: item.cost, weight: item.weight,
-      gtin13: item.gtin13, ncm: item.ncm,
-      ck: categoryKey, cid: categoryKey === null ? null : names.categories.get(categoryKey) ?? null,
-      bk: brandKey, bid: brandKey === null ? null : names.brands.get(brandKey) ?? null,
-      tags: item.tags, metadata: item.metadata,
-      media: item.media.map((m) => ({ url: m.url, role: m.role, sortOrder: m.sortOrder, sourceUrlHash: m.sourceUrlHash })),
-      ts: item.trackStock, h: item.contentHash,
-    };
-  }));
-  return query<WrittenRow>(em, `
+const WRITE_ITEMS = prepared(`
     WITH new_categories AS (
       INSERT INTO categories AS c (id, catalog_id, name, name_key)
       SELECT n.id, $1, n.name, n.key FROM jsonb_to_recordset($2::jsonb) AS n(id uuid, name text, key text)
@@ -180,7 +169,37 @@ export async function writeItems(em: EntityManager, catalogId: string, candidate
     ), notified AS (
       SELECT pg_notify($6, '') FROM (SELECT 1 FROM events LIMIT 1) AS any_event
     )
-    SELECT w.id, w.external_system, w.external_id, w.inserted FROM written w, (SELECT count(*) FROM notified) AS n`,
+    SELECT w.id, w.external_system, w.external_id, w.inserted FROM written w, (SELECT count(*) FROM notified) AS n`);
+
+/**
+ * One statement, atomic on its own, so a batch costs a single round trip:
+ * 1. creates the missing categories and brands (ON CONFLICT DO UPDATE so a name a concurrent
+ *    request created meanwhile still returns its id: exactly one row per name);
+ * 2. inserts or updates the items; the update applies only when the hash differs, so a row
+ *    that became equal meanwhile is not rewritten (and not returned);
+ * 3. appends item.created / item.updated to the outbox for exactly the rows written, deciding
+ *    the type and serviceId from what the database did, not from the earlier lookup, so a
+ *    concurrent writer cannot make an event lie; and wakes the relay.
+ * The event text is assembled here in the same key order and escaping as domainEvent's
+ * JSON.stringify (to_json escapes like JSON.stringify for these strings).
+ */
+export async function writeItems(em: EntityManager, catalogId: string, candidates: readonly WriteCandidate[], names: Names): Promise<WrittenRow[]> {
+  const now = new Date().toISOString();
+  const input = JSON.stringify(candidates.map(({ id, item }, ord) => {
+    const categoryKey = item.category ? nameKey(item.category.name) : null;
+    const brandKey = item.brand ? nameKey(item.brand.name) : null;
+    return {
+      ord, id, ev: uuidv7(), at: now, s: item.externalSystem, e: item.externalId, sku: item.sku, name: item.name,
+      description: item.description, price: item.price, cost: item.cost, weight: item.weight,
+      gtin13: item.gtin13, ncm: item.ncm,
+      ck: categoryKey, cid: categoryKey === null ? null : names.categories.get(categoryKey) ?? null,
+      bk: brandKey, bid: brandKey === null ? null : names.brands.get(brandKey) ?? null,
+      tags: item.tags, metadata: item.metadata,
+      media: item.media.map((m) => ({ url: m.url, role: m.role, sortOrder: m.sortOrder, sourceUrlHash: m.sourceUrlHash })),
+      ts: item.trackStock, h: item.contentHash,
+    };
+  }));
+  return query<WrittenRow>(em, WRITE_ITEMS,
     [catalogId, JSON.stringify(names.newCategories), JSON.stringify(names.newBrands), input, TOPICS.events, OUTBOX_CHANNEL],
   );
 }

@@ -5,6 +5,7 @@ import pg from 'pg';
 import type { Logger } from '../log/logger.ts';
 import { entities } from './entities/index.ts';
 import { migrations } from './migrations/index.ts';
+import { PreparingClient } from './sql.ts';
 
 export type Orm = MikroORM;
 
@@ -54,6 +55,7 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Orm> {
     extensions: [Migrator],
     ensureDatabase: false,
     pool: { min: 0, max: options.poolSize ?? 10 },
+    driverOptions: { Client: PreparingClient },
     migrations: { migrationsList: migrations, transactional: true, allOrNothing: true, snapshot: false, silent: true },
     debug: false,
   });

@@ -1,7 +1,7 @@
 // API-key authentication and the shared rate limit, one Postgres round trip per request.
 import { hashKey } from '../../domain/access/api-keys.ts';
 import type { Orm } from '../db/orm.ts';
-import { query } from '../db/sql.ts';
+import { prepared, query } from '../db/sql.ts';
 import type { Auth } from './types.ts';
 import { httpError } from './errors.ts';
 
@@ -22,6 +22,9 @@ export interface AuthOutcome {
 // Requests without a valid key are limited per client address at the free tier's rate,
 // so unauthenticated traffic (and key guessing) cannot run unbounded.
 const ANONYMOUS_LIMIT = 100;
+
+const AUTHENTICATE = prepared('select * from authenticate_request($1, $2)');
+const RATE_LIMIT_HIT = prepared('select * from rate_limit_hit($1, $2, $3)');
 
 function bearerToken(header: string | undefined): string | undefined {
   if (header === undefined) return undefined;
@@ -52,7 +55,7 @@ export async function authenticate(orm: Orm, header: string | undefined, clientA
   const token = bearerToken(header);
   const em = orm.em;
   if (token) {
-    const rows = await query<AuthRow>(em, 'select * from authenticate_request($1, $2)', [hashKey(token), now]);
+    const rows = await query<AuthRow>(em, AUTHENTICATE, [hashKey(token), now]);
     const row = rows[0];
     if (row && !row.revoked) {
       return {
@@ -69,7 +72,7 @@ export async function authenticate(orm: Orm, header: string | undefined, clientA
   }
   const rows = await query<{ allowed: boolean; remaining: number; reset_at: string; retry_after: number }>(
     em,
-    'select * from rate_limit_hit($1, $2, $3)',
+    RATE_LIMIT_HIT,
     [`ip:${clientAddress}`, ANONYMOUS_LIMIT, now],
   );
   const hit = rows[0]!;
