@@ -4,7 +4,6 @@ import type { ErrorObject } from 'ajv';
 import type { ErrorDetail } from '../../domain/errors.ts';
 import { ProductError } from '../../domain/errors.ts';
 import { authenticate, requireScope, unauthorized } from './auth.ts';
-import type { RateLimitState } from './auth.ts';
 import { DEFAULT_BODY_LIMIT, parseJsonBody, readBody } from './body.ts';
 import type { ContractOperation } from './contract.ts';
 import { RateLimitedError, httpError } from './errors.ts';

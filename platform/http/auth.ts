@@ -2,17 +2,10 @@
 import { hashKey } from '../../domain/access/api-keys.ts';
 import type { Orm } from '../db/orm.ts';
 import { prepared, query } from '../db/sql.ts';
+import { countRequest, countStatement, rateLimitState, windowStart } from './rate-limit.ts';
+import type { CounterRow, RateLimitState } from './rate-limit.ts';
 import type { Auth } from './types.ts';
 import { httpError } from './errors.ts';
-
-export interface RateLimitState {
-  allowed: boolean;
-  limit: number;
-  remaining: number;
-  /** Unix seconds at which the current minute's window ends. */
-  resetAt: number;
-  retryAfter: number;
-}
 
 export interface AuthOutcome {
   auth: Auth | undefined;
@@ -23,27 +16,35 @@ export interface AuthOutcome {
 // so unauthenticated traffic (and key guessing) cannot run unbounded.
 const ANONYMOUS_LIMIT = 100;
 
-const AUTHENTICATE = prepared('select * from authenticate_request($1, $2)');
-const RATE_LIMIT_HIT = prepared('select * from rate_limit_hit($1, $2, $3)');
-
 function bearerToken(header: string | undefined): string | undefined {
   if (header === undefined) return undefined;
   const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
   return match ? match[1] : '';
 }
 
-interface AuthRow {
+interface AuthRow extends Partial<CounterRow> {
   key_id: string;
   catalog_id: string;
   scopes: string[];
   tier: string;
   revoked: boolean;
-  allowed: boolean;
   rate_limit: number;
-  remaining: number;
-  reset_at: string | number;
-  retry_after: number;
 }
+
+// The key and its counted request in one round trip: the key's row, then the count against its
+// limit (the tier's requests per minute from the spec's table, unless the operator set one).
+// A revoked key is not counted; an unknown one returns no row.
+const AUTHENTICATE = prepared(`
+  WITH k AS (
+    SELECT a.id, a.catalog_id, a.scopes, a.tier, a.revoked_at IS NOT NULL AS revoked,
+      coalesce(a.rate_limit_per_minute,
+        CASE a.tier WHEN 'enterprise' THEN 10000 WHEN 'pro' THEN 1000 ELSE 100 END) AS rate_limit
+    FROM api_keys a WHERE a.key_hash = $1
+  ), hit AS (
+    ${countStatement(`'key:' || k.id`, '(SELECT rate_limit FROM k)', 'FROM k WHERE NOT k.revoked')}
+  )
+  SELECT k.id AS key_id, k.catalog_id, k.scopes, k.tier, k.revoked, k.rate_limit, hit.count, hit.prev_count, hit.allowed
+  FROM k LEFT JOIN hit ON true`);
 
 /**
  * Resolves the key (if any) and counts the request against its budget. An Authorization
@@ -55,34 +56,15 @@ export async function authenticate(orm: Orm, header: string | undefined, clientA
   const token = bearerToken(header);
   const em = orm.em;
   if (token) {
-    const rows = await query<AuthRow>(em, AUTHENTICATE, [hashKey(token), now]);
-    const row = rows[0];
+    const [row] = await query<AuthRow>(em, AUTHENTICATE, [hashKey(token), windowStart(now), now]);
     if (row && !row.revoked) {
       return {
         auth: { keyId: row.key_id, catalogId: row.catalog_id, scopes: row.scopes, tier: row.tier },
-        rateLimit: {
-          allowed: row.allowed,
-          limit: row.rate_limit,
-          remaining: row.remaining,
-          resetAt: Number(row.reset_at),
-          retryAfter: row.retry_after,
-        },
+        rateLimit: rateLimitState(row as AuthRow & CounterRow, row.rate_limit, now),
       };
     }
   }
-  const rows = await query<{ allowed: boolean; remaining: number; reset_at: string; retry_after: number }>(
-    em,
-    RATE_LIMIT_HIT,
-    [`ip:${clientAddress}`, ANONYMOUS_LIMIT, now],
-  );
-  const hit = rows[0]!;
-  const rateLimit = {
-    allowed: hit.allowed,
-    limit: ANONYMOUS_LIMIT,
-    remaining: hit.remaining,
-    resetAt: Number(hit.reset_at),
-    retryAfter: hit.retry_after,
-  };
+  const rateLimit = await countRequest(em, `ip:${clientAddress}`, ANONYMOUS_LIMIT, now);
   if (token === undefined) return { auth: undefined, rateLimit };
   const refusal = token === ''
     ? 'The Authorization header must be "Bearer <API key>".'

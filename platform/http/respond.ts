@@ -1,7 +1,7 @@
 // Writes responses: JSON envelopes, raw bodies and streams, always with the common headers.
 import type { ServerResponse } from 'node:http';
 import { pipeline } from 'node:stream/promises';
-import type { RateLimitState } from './auth.ts';
+import type { RateLimitState } from './rate-limit.ts';
 import { renderError } from './errors.ts';
 import type { HandlerResult } from './types.ts';
 

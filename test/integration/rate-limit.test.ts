@@ -5,6 +5,7 @@ import * as client from '../../generated/client.ts';
 import { clientOptions } from '../helpers/client.ts';
 import { checkedFetch } from '../helpers/contract-check.ts';
 import { sqlClient } from '../helpers/database.ts';
+import { countRequest } from '../../platform/http/rate-limit.ts';
 import { startTestService } from '../helpers/service.ts';
 import type { TestService } from '../helpers/service.ts';
 
@@ -79,26 +80,37 @@ test('refused requests are not counted, and budgets are per key', async () => {
 });
 
 test('the window slides: the previous minute weighs by its remaining overlap', async () => {
-  const sql = await sqlClient(first.databaseUrl);
-  const hit = async (subject: string, limit: number, now: number) =>
-    (await sql.query('select * from rate_limit_hit($1, $2, $3)', [subject, limit, now])).rows[0];
-  try {
-    const subject = `test:${Date.now()}`;
-    // 10 requests late in minute [600, 660) with a limit of 10.
-    for (let i = 0; i < 10; i += 1) assert.equal((await hit(subject, 10, 650 + i * 0.1)).allowed, true);
-    const refused = await hit(subject, 10, 655);
-    assert.equal(refused.allowed, false);
-    assert.equal(refused.retry_after, 11, 'room returns at 666 s, when 10 × (60 − 6) / 60 + 1 ≤ 10');
-    assert.equal(Number(refused.reset_at), 660);
-    // 15 s into the next minute the previous one still weighs 10 × 45/60 = 7.5: two more fit.
-    assert.equal((await hit(subject, 10, 675)).allowed, true);
-    assert.equal((await hit(subject, 10, 675)).allowed, true);
-    assert.equal((await hit(subject, 10, 675)).allowed, false);
-    // Two minutes later nothing of the old minutes weighs any more.
-    const fresh = await hit(subject, 10, 800);
-    assert.equal(fresh.allowed, true);
-    assert.equal(fresh.remaining, 9);
-  } finally {
-    await sql.end();
+  const em = first.service.services.orm.em.fork();
+  const hit = (subject: string, limit: number, now: number) => countRequest(em, subject, limit, now);
+  const subject = `test:${Date.now()}`;
+  // 10 requests late in minute [600, 660) with a limit of 10.
+  for (let i = 0; i < 10; i += 1) {
+    const admitted = await hit(subject, 10, 650 + i * 0.1);
+    assert.equal(admitted.allowed, true);
+    assert.equal(admitted.remaining, 9 - i);
   }
+  const refused = await hit(subject, 10, 655);
+  assert.equal(refused.allowed, false);
+  assert.equal(refused.retryAfter, 11, 'room returns at 666 s, when 10 × (60 − 6) / 60 + 1 ≤ 10');
+  assert.equal(refused.resetAt, 660);
+  // 15 s into the next minute the previous one still weighs 10 × 45/60 = 7.5: two more fit.
+  assert.equal((await hit(subject, 10, 675)).allowed, true);
+  assert.equal((await hit(subject, 10, 675)).allowed, true);
+  const full = await hit(subject, 10, 675);
+  assert.equal(full.allowed, false);
+  assert.equal(full.retryAfter, 3, 'at 678 s the old minute weighs 10 × 42/60 = 7, and 7 + 2 + 1 ≤ 10');
+  assert.equal(full.resetAt, 720);
+  // Two minutes later nothing of the old minutes weighs any more.
+  const fresh = await hit(subject, 10, 800);
+  assert.equal(fresh.allowed, true);
+  assert.equal(fresh.remaining, 9);
+});
+
+test('concurrent requests never overrun the budget: of 130 at once under a limit of 100, exactly 100 pass', async () => {
+  const orm = first.service.services.orm;
+  const subject = `burst:${Date.now()}`;
+  const now = Math.floor(Date.now() / 60_000) * 60 + 1;
+  const states = await Promise.all(Array.from({ length: 130 }, () => countRequest(orm.em.fork(), subject, 100, now)));
+  assert.equal(states.filter((s) => s.allowed).length, 100);
+  assert.deepEqual(states.filter((s) => s.allowed).map((s) => s.remaining).sort((a, b) => a - b), Array.from({ length: 100 }, (_, i) => i));
 });

@@ -252,7 +252,7 @@ DROP TABLE IF EXISTS outbox, webhook_attempts, webhook_deliveries, webhooks, imp
 // The sliding window: the previous minute's count weighs by how much of it still overlaps the
 // last 60 s. The row lock makes check-and-count atomic across every API instance sharing the
 // database (DESIGN §4). A refused request is not counted, so a waiting client recovers on time.
-const RATE_LIMIT_HIT = `
+export const RATE_LIMIT_HIT = `
 CREATE FUNCTION rate_limit_hit(p_subject text, p_limit integer, p_now double precision,
   OUT allowed boolean, OUT remaining integer, OUT reset_at bigint, OUT retry_after integer)
 LANGUAGE plpgsql AS $fn$
@@ -303,7 +303,7 @@ $fn$;
 `;
 
 // Authentication and the key's rate limit in one round trip on the hot path.
-const AUTHENTICATE_REQUEST = `
+export const AUTHENTICATE_REQUEST = `
 CREATE FUNCTION authenticate_request(p_key_hash text, p_now double precision)
 RETURNS TABLE (key_id uuid, catalog_id uuid, scopes text[], tier text, revoked boolean,
                allowed boolean, rate_limit integer, remaining integer, reset_at bigint, retry_after integer)
