@@ -5,6 +5,8 @@ import { TOPICS } from '../../platform/kafka/topics.ts';
 import { OUTBOX_CHANNEL } from '../events/outbox.ts';
 import { v7 as uuidv7 } from 'uuid';
 import type { NormalizedItem } from './payload.ts';
+import { ITEM_SELECT, itemColumns } from './view.ts';
+import type { ItemRow } from './view.ts';
 
 export interface ExistingItem {
   id: string;
@@ -21,6 +23,8 @@ export interface Lookup {
   skuOwners: Map<string, string>;
   categories: Map<string, string>;
   brands: Map<string, string>;
+  /** The stored items whole, by identity key: filled when the lookup is for one item. */
+  stored: Map<string, ItemRow>;
 }
 
 export const identityKey = (externalSystem: string, externalId: string) => `${externalSystem}\u0000${externalId}`;
@@ -56,17 +60,25 @@ const LOOKUP = prepared(`
 
 // The same for one item, with scalar parameters: its generic plan is as good as a custom one, so
 // Postgres plans it once per connection (an array's length is unknown to a generic plan, which
-// makes Postgres plan the batch form anew on every run).
+// makes Postgres plan the batch form anew on every run). It returns the stored item whole, so
+// an unchanged item needs no other statement.
 const LOOKUP_ONE = prepared(`
-    (SELECT 'item' AS kind, i.id, i.external_system AS s, i.external_id AS e, i.content_hash AS h, i.sku AS k
-    FROM items i WHERE i.catalog_id = $1 AND i.external_system = $2 AND i.external_id = $3)
-    UNION ALL
-    (SELECT 'item', i.id, i.external_system, i.external_id, i.content_hash, i.sku
-    FROM items i WHERE i.catalog_id = $1 AND i.sku = $4)
-    UNION ALL
-    (SELECT 'category', c.id, NULL, NULL, NULL, c.name_key FROM categories c WHERE c.catalog_id = $1 AND c.name_key = $5)
-    UNION ALL
-    (SELECT 'brand', b.id, NULL, NULL, NULL, b.name_key FROM brands b WHERE b.catalog_id = $1 AND b.name_key = $6)`);
+    SELECT v.*, o.id AS owner_id, o.external_system AS owner_s, o.external_id AS owner_e, o.content_hash AS owner_h,
+      (SELECT c.id FROM categories c WHERE c.catalog_id = $1 AND c.name_key = $5) AS found_category,
+      (SELECT b.id FROM brands b WHERE b.catalog_id = $1 AND b.name_key = $6) AS found_brand
+    FROM (SELECT 1) AS one
+    LEFT JOIN LATERAL (${ITEM_SELECT} WHERE i.catalog_id = $1 AND i.external_system = $2 AND i.external_id = $3) v ON true
+    LEFT JOIN LATERAL (SELECT o.id, o.external_system, o.external_id, o.content_hash FROM items o
+      WHERE o.catalog_id = $1 AND o.sku = $4) o ON true`);
+
+type LookupOneRow = Partial<ItemRow> & {
+  owner_id: string | null;
+  owner_s: string | null;
+  owner_e: string | null;
+  owner_h: string | null;
+  found_category: string | null;
+  found_brand: string | null;
+};
 
 /**
  * One round trip: the batch's existing items (by identity or SKU), categories and brands, as
@@ -78,11 +90,26 @@ export async function lookup(em: EntityManager, catalogId: string, items: readon
   const skus = [...new Set(items.flatMap((i) => (i.sku === null ? [] : [i.sku])))];
   const categories = [...new Set(items.flatMap((i) => (i.category ? [nameKey(i.category.name)] : [])))];
   const brands = [...new Set(items.flatMap((i) => (i.brand ? [nameKey(i.brand.name)] : [])))];
-  const only = items.length === 1 ? items[0]! : undefined;
-  const rows = only
-    ? await query<LookupRow>(em, LOOKUP_ONE, [catalogId, only.externalSystem, only.externalId, only.sku, categories[0] ?? null, brands[0] ?? null])
-    : await query<LookupRow>(em, LOOKUP, [catalogId, items.map((i) => i.externalSystem), items.map((i) => i.externalId), skus, categories, brands]);
-  const result: Lookup = { items: new Map(), skuOwners: new Map(), categories: new Map(), brands: new Map() };
+  const result: Lookup = { items: new Map(), skuOwners: new Map(), categories: new Map(), brands: new Map(), stored: new Map() };
+  if (items.length === 1) {
+    const item = items[0]!;
+    const [row] = await query<LookupOneRow>(em, LOOKUP_ONE, [catalogId, item.externalSystem, item.externalId, item.sku, categories[0] ?? null, brands[0] ?? null]);
+    if (row?.id) {
+      const key = identityKey(row.external_system!, row.external_id!);
+      result.items.set(key, { id: row.id, externalSystem: row.external_system!, externalId: row.external_id!, contentHash: row.content_hash!, sku: row.sku ?? null });
+      result.stored.set(key, row as ItemRow);
+      if (row.sku) result.skuOwners.set(row.sku, key);
+    }
+    if (row?.owner_id) {
+      const key = identityKey(row.owner_s!, row.owner_e!);
+      result.items.set(key, { id: row.owner_id, externalSystem: row.owner_s!, externalId: row.owner_e!, contentHash: row.owner_h!, sku: item.sku });
+      result.skuOwners.set(item.sku!, key);
+    }
+    if (row?.found_category) result.categories.set(categories[0]!, row.found_category);
+    if (row?.found_brand) result.brands.set(brands[0]!, row.found_brand);
+    return result;
+  }
+  const rows = await query<LookupRow>(em, LOOKUP, [catalogId, items.map((i) => i.externalSystem), items.map((i) => i.externalId), skus, categories, brands]);
   for (const row of rows) {
     if (row.kind === 'category') result.categories.set(row.k!, row.id);
     else if (row.kind === 'brand') result.brands.set(row.k!, row.id);
@@ -121,17 +148,29 @@ export interface Names {
   newBrands: NewName[];
 }
 
-const WRITE_ITEMS = prepared(`
+/** A written item as the write statement's stored form returns it. */
+export type StoredRow = ItemRow & {
+  /** true: created; false: updated. */
+  inserted: boolean;
+};
+
+// A name by id: one made by this statement is not visible in the table yet. Subqueries, not
+// joins, so each is an index probe whatever the planner thinks of the table's size.
+const storedName = (table: string, created: string, id: string) =>
+  `coalesce((SELECT n.name FROM ${created} n WHERE n.id = ${id}), (SELECT t.name FROM ${table} t WHERE t.id = ${id}))`;
+
+function writeStatement(full: boolean): string {
+  return `
     WITH new_categories AS (
       INSERT INTO categories AS c (id, catalog_id, name, name_key)
       SELECT n.id, $1, n.name, n.key FROM jsonb_to_recordset($2::jsonb) AS n(id uuid, name text, key text)
       ON CONFLICT (catalog_id, name_key) DO UPDATE SET name_key = excluded.name_key
-      RETURNING c.id, c.name_key
+      RETURNING c.id, c.name_key, c.name
     ), new_brands AS (
       INSERT INTO brands AS b (id, catalog_id, name, name_key)
       SELECT n.id, $1, n.name, n.key FROM jsonb_to_recordset($3::jsonb) AS n(id uuid, name text, key text)
       ON CONFLICT (catalog_id, name_key) DO UPDATE SET name_key = excluded.name_key
-      RETURNING b.id, b.name_key
+      RETURNING b.id, b.name_key, b.name
     ), input AS (
       SELECT * FROM jsonb_to_recordset($4::jsonb) AS x(ord int, id uuid, ev uuid, at text, s text, e text, sku text,
         name text, description text, price numeric, cost numeric, weight numeric, gtin13 text, ncm text,
@@ -152,7 +191,7 @@ const WRITE_ITEMS = prepared(`
         metadata = excluded.metadata, media = excluded.media, track_stock = excluded.track_stock,
         content_hash = excluded.content_hash, updated_at = now()
         WHERE i.content_hash <> excluded.content_hash
-      RETURNING i.id, i.external_system, i.external_id, (i.xmax = 0) AS inserted
+      RETURNING i.*, (i.xmax = 0) AS inserted
     ), events AS (
       INSERT INTO outbox (event_id, topic, key, payload, headers)
       SELECT x.ev, $5, x.e,
@@ -169,7 +208,14 @@ const WRITE_ITEMS = prepared(`
     ), notified AS (
       SELECT pg_notify($6, '') FROM (SELECT 1 FROM events LIMIT 1) AS any_event
     )
-    SELECT w.id, w.external_system, w.external_id, w.inserted FROM written w, (SELECT count(*) FROM notified) AS n`);
+    ${full ? `
+    SELECT i.inserted, ${itemColumns(storedName('categories', 'new_categories', 'i.category_id'), storedName('brands', 'new_brands', 'i.brand_id'))}
+    FROM written i, (SELECT count(*) FROM notified) AS n`
+    : 'SELECT w.id, w.external_system, w.external_id, w.inserted FROM written w, (SELECT count(*) FROM notified) AS n'}`;
+}
+
+const WRITE_ITEMS = prepared(writeStatement(false));
+const WRITE_ITEMS_RETURNING_STORED = prepared(writeStatement(true));
 
 /**
  * One statement, atomic on its own, so a batch costs a single round trip:
@@ -182,8 +228,12 @@ const WRITE_ITEMS = prepared(`
  *    concurrent writer cannot make an event lie; and wakes the relay.
  * The event text is assembled here in the same key order and escaping as domainEvent's
  * JSON.stringify (to_json escapes like JSON.stringify for these strings).
+ * With `stored`, it returns the written items' stored rows (ItemRow columns and `inserted`),
+ * with the names as stored (a category first spelled otherwise keeps that spelling).
  */
-export async function writeItems(em: EntityManager, catalogId: string, candidates: readonly WriteCandidate[], names: Names): Promise<WrittenRow[]> {
+export async function writeItems(em: EntityManager, catalogId: string, candidates: readonly WriteCandidate[], names: Names): Promise<WrittenRow[]>;
+export async function writeItems(em: EntityManager, catalogId: string, candidates: readonly WriteCandidate[], names: Names, stored: true): Promise<StoredRow[]>;
+export async function writeItems(em: EntityManager, catalogId: string, candidates: readonly WriteCandidate[], names: Names, stored = false): Promise<Array<WrittenRow | StoredRow>> {
   const now = new Date().toISOString();
   const input = JSON.stringify(candidates.map(({ id, item }, ord) => {
     const categoryKey = item.category ? nameKey(item.category.name) : null;
@@ -199,7 +249,7 @@ export async function writeItems(em: EntityManager, catalogId: string, candidate
       ts: item.trackStock, h: item.contentHash,
     };
   }));
-  return query<WrittenRow>(em, WRITE_ITEMS,
+  return query<WrittenRow | StoredRow>(em, stored ? WRITE_ITEMS_RETURNING_STORED : WRITE_ITEMS,
     [catalogId, JSON.stringify(names.newCategories), JSON.stringify(names.newBrands), input, TOPICS.events, OUTBOX_CHANNEL],
   );
 }

@@ -8,12 +8,13 @@ import { registerMedia } from '../media/register.ts';
 import { normalizeItem } from './payload.ts';
 import type { NormalizedItem } from './payload.ts';
 import { identityKey, lookup, nameKey, writeItems } from './store.ts';
-import type { Lookup, NewName, WriteCandidate, WrittenRow } from './store.ts';
+import type { Lookup, NewName, StoredRow, WriteCandidate, WrittenRow } from './store.ts';
+import type { ItemRow } from './view.ts';
 
 export type UpsertOutcome = 'created' | 'updated' | 'unchanged';
 
 export type UpsertEntry =
-  | { index: number; status: UpsertOutcome; serviceId: string; item: NormalizedItem }
+  | { index: number; status: UpsertOutcome; serviceId: string; item: NormalizedItem; stored?: ItemRow }
   | { index: number; status: 'error'; externalId: string | null; error: ProductError };
 
 export interface UpsertOptions {
@@ -21,6 +22,11 @@ export interface UpsertOptions {
   pathPrefix?: (index: number) => string;
   /** Decide every outcome but write nothing: no item, category, brand or event (import dry runs). */
   dryRun?: boolean;
+  /**
+   * The caller answers with the stored item (the single upsert): entries carry `stored`, taken
+   * from the lookup when unchanged and returned by the write otherwise, so nothing is read back.
+   */
+  returnStored?: boolean;
 }
 
 const UNIQUE_VIOLATION = '23505';
@@ -73,7 +79,8 @@ async function upsertRound(
     const key = identityKey(item.externalSystem, item.externalId);
     const existing = found.items.get(key);
     if (existing && existing.contentHash === item.contentHash) {
-      results.push({ index, status: 'unchanged', serviceId: existing.id, item });
+      const stored = options.returnStored ? found.stored.get(key) : undefined;
+      results.push({ index, status: 'unchanged', serviceId: existing.id, item, ...(stored ? { stored } : {}) });
       continue;
     }
     if (item.sku !== null) {
@@ -92,7 +99,7 @@ async function upsertRound(
   }
   if (candidates.length === 0) return results;
   try {
-    results.push(...await writeBatch(em, catalogId, candidates, found));
+    results.push(...await writeBatch(em, catalogId, candidates, found, options.returnStored));
   } catch (error) {
     if (!isDatabaseError(error)) throw error;
     // A concurrent writer took a SKU between lookup and write, or a row broke a constraint:
@@ -121,14 +128,17 @@ async function writeBatch(
   catalogId: string,
   candidates: Array<{ index: number; candidate: WriteCandidate }>,
   found: Lookup,
+  returnStored = false,
 ): Promise<UpsertEntry[]> {
   const items = candidates.map((c) => c.candidate.item);
   const hasMedia = items.some((item) => item.media.length > 0);
   const names = newNames(items, found);
-  const write = async (tx: EntityManager, savepoint: boolean): Promise<WrittenRow[]> => {
+  const write = async (tx: EntityManager, savepoint: boolean): Promise<Array<WrittenRow | StoredRow>> => {
     if (savepoint) await query(tx, 'SAVEPOINT upsert_items');
     try {
-      const rows = await writeItems(tx, catalogId, candidates.map((c) => c.candidate), names);
+      const batch = candidates.map((c) => c.candidate);
+      const rows = returnStored ? await writeItems(tx, catalogId, batch, names, true) : await writeItems(tx, catalogId, batch, names);
+      // The stored rows' media states are right already: registering adds only pending assets.
       if (hasMedia) await registerMedia((sql, params) => tx.execute(sql, params), catalogId, rows, items);
       if (savepoint) await query(tx, 'RELEASE SAVEPOINT upsert_items');
       return rows;
@@ -144,9 +154,16 @@ async function writeBatch(
   const results: UpsertEntry[] = [];
   for (const { index, candidate } of candidates) {
     const row = byIdentity.get(identityKey(candidate.item.externalSystem, candidate.item.externalId));
+    const item = candidate.item;
+    if (row) {
+      results.push({ index, status: row.inserted ? 'created' : 'updated', serviceId: row.id, item, ...(returnStored ? { stored: row as StoredRow } : {}) });
+      continue;
+    }
     // Not returned: a concurrent request stored the same content first; nothing left to write.
-    const serviceId = row?.id ?? (await lookup(em, catalogId, [candidate.item])).items.values().next().value?.id ?? candidate.id;
-    results.push({ index, status: row ? (row.inserted ? 'created' : 'updated') : 'unchanged', serviceId, item: candidate.item });
+    const key = identityKey(item.externalSystem, item.externalId);
+    const again = await lookup(em, catalogId, [item]);
+    const stored = returnStored ? again.stored.get(key) : undefined;
+    results.push({ index, status: 'unchanged', serviceId: again.items.get(key)?.id ?? candidate.id, item, ...(stored ? { stored } : {}) });
   }
   return results;
 }

@@ -54,10 +54,13 @@ export interface ItemRow {
 /** A timestamptz column as the API's ISO 8601 UTC text with milliseconds. */
 export const isoTime = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
 
-/** Selects ItemRow columns from `items i`; the caller adds WHERE / ORDER BY / LIMIT. */
-export const ITEM_SELECT = `
-SELECT i.id, i.external_system, i.external_id, i.sku, i.name, i.description, i.price, i.cost, i.weight,
-  i.gtin13, i.ncm, i.category_id, c.name AS category_name, i.brand_id, b.name AS brand_name, i.tags,
+/**
+ * The ItemRow columns of an item row `i` (the items table, or a RETURNING of all its columns),
+ * with the category's and brand's names given as SQL expressions.
+ */
+export const itemColumns = (categoryName: string, brandName: string) => `
+  i.id, i.external_system, i.external_id, i.sku, i.name, i.description, i.price, i.cost, i.weight,
+  i.gtin13, i.ncm, i.category_id, ${categoryName} AS category_name, i.brand_id, ${brandName} AS brand_name, i.tags,
   i.metadata, i.media, i.track_stock, i.on_hand, i.content_hash, ${isoTime('i.created_at')} AS created_at,
   ${isoTime('i.updated_at')} AS updated_at,
   i.updated_at::text AS updated_at_text,
@@ -67,7 +70,11 @@ SELECT i.id, i.external_system, i.external_id, i.sku, i.name, i.description, i.p
     FROM media_assets a
     WHERE a.catalog_id = i.catalog_id
       AND a.source_url_hash IN (SELECT m ->> 'sourceUrlHash' FROM jsonb_array_elements(i.media) m)
-  ) END AS assets
+  ) END AS assets`;
+
+/** Selects ItemRow columns from `items i`; the caller adds WHERE / ORDER BY / LIMIT. */
+export const ITEM_SELECT = `
+SELECT ${itemColumns('c.name', 'b.name')}
 FROM items i
 LEFT JOIN categories c ON c.id = i.category_id
 LEFT JOIN brands b ON b.id = i.brand_id`;

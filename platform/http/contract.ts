@@ -55,6 +55,10 @@ export async function loadContract(path = CONTRACT_PATH): Promise<Contract> {
     customizeAjv: (original, options) => ajv2020(original as never, options) as never,
   });
   await backend.init();
-  const outsideOperations = backend.router.getOperations().filter(isOutsidePrefix);
+  // The router rebuilds its flat list of operations (with lodash) on every match and validation;
+  // the document no longer changes after init, so build it once.
+  const operations = backend.router.getOperations();
+  backend.router.getOperations = () => operations;
+  const outsideOperations = operations.filter(isOutsidePrefix);
   return { document, documentJson, backend, outsideOperations };
 }

@@ -35,7 +35,8 @@ const mug = (overrides: Partial<ItemPayload> = {}): ItemPayload => ({
 });
 
 before(async () => {
-  service = await startTestService(FILE);
+  // The API alone: no media consumer changes the assets' states while answers are compared to reads.
+  service = await startTestService(FILE, { ROLE: 'api' });
   tenant = await service.newTenant();
   sql = await sqlClient(service.databaseUrl);
 });
@@ -65,16 +66,41 @@ test('created (201), then unchanged, then updated (200), with the stored item', 
   assert.equal(changed.serviceId, first.serviceId);
   assert.notEqual(changed.contentHash, first.contentHash);
   assert.equal(changed.item.price, 13);
+
+  // Each answer's item is the stored one, exactly as a read returns it at that moment.
+  const read = async () => expectData(await api.getItem('erp', 'MUG-001', opts()), 200);
+  assert.deepEqual(changed.item, await read());
+  assert.deepEqual(expectData(await api.upsertItem(mug({ price: 13 }), opts()), 200).item, await read());
 });
 
-test('unchanged performs zero writes: xmin and updated_at stay, no outbox row', async () => {
+test('the answer carries the stored item whatever the outcome: names as first spelled, media states, stock', async () => {
+  const first = mug({ externalId: 'MUG-ANSWER', sku: 'MUG-ANSWER', category: { name: 'Answer Shelf' }, brand: { name: 'Answer Co' } });
+  const created = expectData(await api.upsertItem(first, opts()), 201);
+  const read = async () => expectData(await api.getItem('erp', 'MUG-ANSWER', opts()), 200);
+  assert.deepEqual(created.item, await read(), 'created: names made in the same statement');
+  await sql.query(`UPDATE media_assets SET status = 'ingested', content_type = 'image/jpeg', width = 10, height = 20, byte_size = 300
+    WHERE catalog_id = $1`, [tenant.catalogId]);
+  await sql.query('UPDATE items SET on_hand = 7 WHERE catalog_id = $1 AND external_id = $2', [tenant.catalogId, 'MUG-ANSWER']);
+  const spelled = { ...first, category: { name: 'ANSWER SHELF' }, brand: { name: 'answer co' } };
+  const unchanged = expectData(await api.upsertItem(spelled, opts()), 200);
+  assert.equal(unchanged.outcome, 'unchanged', 'names match case-insensitively and hash case-folded');
+  assert.deepEqual(unchanged.item, await read());
+  assert.equal(unchanged.item.media[0]?.status, 'ingested');
+  assert.equal(unchanged.item.onHand, 7);
+  const updated = expectData(await api.upsertItem({ ...spelled, name: 'Answer mug' }, opts()), 200);
+  assert.equal(updated.outcome, 'updated');
+  assert.deepEqual(updated.item, await read(), 'updated: stored names and asset states, not the payload\'s');
+  assert.equal(updated.item.category?.name, 'Answer Shelf');
+});
+
+test('unchanged performs zero writes: xmin, xmax (not even locked) and updated_at stay, no outbox row', async () => {
   const payload = mug({ externalId: 'ZERO-1', sku: 'ZERO-1' });
   expectData(await api.upsertItem(payload, opts()), 201);
-  const before = (await sql.query("SELECT xmin::text AS xmin, updated_at FROM items WHERE external_id = 'ZERO-1'")).rows[0];
+  const before = (await sql.query("SELECT xmin::text AS xmin, xmax::text AS xmax, updated_at FROM items WHERE external_id = 'ZERO-1'")).rows[0];
   // Only this item's rows: the media consumer may add events of its own for other items meanwhile.
   const outboxRows = async () => Number((await sql.query("SELECT count(*) AS n FROM outbox WHERE key = 'ZERO-1'")).rows[0].n);
   const outboxBefore = await outboxRows();
-  const categoriesBefore = (await sql.query('SELECT xmin::text AS xmin FROM categories ORDER BY id')).rows;
+  const categoriesBefore = (await sql.query('SELECT xmin::text AS xmin, xmax::text AS xmax FROM categories ORDER BY id')).rows;
   // Whitespace, key order, tag order and tracking parameters do not change the content.
   const reordered: ItemPayload = {
     trackStock: true, media: [{ url: 'https://CDN.merchant.example:443/mug-red.jpg?utm_source=feed#top', role: 'primary', sortOrder: 0 }],
@@ -85,10 +111,10 @@ test('unchanged performs zero writes: xmin and updated_at stay, no outbox row', 
   for (let i = 0; i < 3; i += 1) {
     assert.equal(expectData(await api.upsertItem(reordered, opts()), 200).outcome, 'unchanged');
   }
-  const afterRow = (await sql.query("SELECT xmin::text AS xmin, updated_at FROM items WHERE external_id = 'ZERO-1'")).rows[0];
+  const afterRow = (await sql.query("SELECT xmin::text AS xmin, xmax::text AS xmax, updated_at FROM items WHERE external_id = 'ZERO-1'")).rows[0];
   assert.deepEqual(afterRow, before, 'the row was not rewritten');
   assert.equal(await outboxRows(), outboxBefore, 'no event');
-  assert.deepEqual((await sql.query('SELECT xmin::text AS xmin FROM categories ORDER BY id')).rows, categoriesBefore);
+  assert.deepEqual((await sql.query('SELECT xmin::text AS xmin, xmax::text AS xmax FROM categories ORDER BY id')).rows, categoriesBefore);
 });
 
 test('an omitted optional field is cleared (full replacement)', async () => {
