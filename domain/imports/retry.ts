@@ -35,7 +35,7 @@ export async function retryImport(em: EntityManager, storage: ObjectStorage, cat
     out.end();
     await finished(out);
     const sizeBytes = (await stat(file)).size;
-    await storage.write(storagePath, createReadStream(file), sizeBytes);
+    await storage.write(storagePath, createReadStream(file), sizeBytes, 'application/x-ndjson');
     try {
       const run = async (tx: EntityManager) => {
         await assertCapacity(tx, catalogId);

@@ -71,7 +71,7 @@ async function decide(deps: IngestDeps, job: MediaJob, asset: MediaAsset): Promi
     // A new ETag over the same bytes (a CDN re-deploy): keep the stored asset, remember the ETag.
     if (asset.status === 'ingested' && asset.contentSha256 === contentSha256) return checked(got.etag, 'unchanged');
     const image = await inspectImage(got.body);
-    const storagePath = await deps.store.put(contentSha256, got.body);
+    const storagePath = await deps.store.put(contentSha256, got.body, image.contentType);
     const stored = { ...image, etag: got.etag, byteSize: got.body.length, contentSha256, storagePath };
     return { outcome: 'ingested', record: () => recorder.ingested(asset, job, stored, attempts) };
   } catch (error) {

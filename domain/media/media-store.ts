@@ -9,8 +9,8 @@ import type { ObjectStorage } from '../../platform/storage/storage.ts';
 export const mediaPath = (contentSha256: string) => `media/${contentSha256.slice(0, 2)}/${contentSha256}`;
 
 export interface MediaStore {
-  /** Stores the bytes under their content address; returns the storage path. */
-  put(contentSha256: string, bytes: Buffer): Promise<string>;
+  /** Stores the bytes (an image of `contentType`) under their content address; returns the storage path. */
+  put(contentSha256: string, bytes: Buffer, contentType: string): Promise<string>;
 }
 
 /**
@@ -45,10 +45,10 @@ export function createMediaStore(storage: ObjectStorage, localDir: string | unde
     };
   }
   return {
-    async put(contentSha256, bytes) {
+    async put(contentSha256, bytes, contentType) {
       const path = mediaPath(contentSha256);
       // An existing object of the right size is this content already: skip the upload.
-      if ((await storage.stat(path))?.sizeBytes !== bytes.length) await storage.write(path, Readable.from([bytes]), bytes.length);
+      if ((await storage.stat(path))?.sizeBytes !== bytes.length) await storage.write(path, Readable.from([bytes]), bytes.length, contentType);
       return path;
     },
   };

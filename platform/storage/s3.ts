@@ -68,9 +68,9 @@ export function createS3Storage(config: S3Config): ObjectStorage {
       if (!(body instanceof Readable)) throw new Error('the S3 client did not return a Node stream');
       return body;
     },
-    async write(path, body, sizeBytes) {
+    async write(path, body, sizeBytes, contentType) {
       await ensureBucket();
-      await client.send(new PutObjectCommand({ Bucket, Key: path, Body: body, ContentLength: sizeBytes, ContentType: 'application/x-ndjson' }));
+      await client.send(new PutObjectCommand({ Bucket, Key: path, Body: body, ContentLength: sizeBytes, ContentType: contentType }));
     },
     async remove(path) {
       await client.send(new DeleteObjectCommand({ Bucket, Key: path }));

@@ -18,8 +18,11 @@ export interface ObjectStorage {
   stat(path: string): Promise<{ sizeBytes: number } | undefined>;
   /** The object's bytes from `offset` on, as a stream (the consumer resumes mid-file). */
   read(path: string, offset?: number): Promise<Readable>;
-  /** Stores `sizeBytes` bytes from `body` at `path`, replacing what was there. */
-  write(path: string, body: Readable, sizeBytes: number): Promise<void>;
+  /**
+   * Stores `sizeBytes` bytes from `body` at `path`, replacing what was there; `contentType` is
+   * the object's media type where the store keeps one (s3).
+   */
+  write(path: string, body: Readable, sizeBytes: number, contentType: string): Promise<void>;
   remove(path: string): Promise<void>;
 }
 
@@ -60,7 +63,7 @@ function lazyS3(config: Config): ObjectStorage {
     signUpload: async (path, upload) => (await s3()).signUpload(path, upload),
     stat: async (path) => (await s3()).stat(path),
     read: async (path, offset) => (await s3()).read(path, offset),
-    write: async (path, body, sizeBytes) => (await s3()).write(path, body, sizeBytes),
+    write: async (path, body, sizeBytes, contentType) => (await s3()).write(path, body, sizeBytes, contentType),
     remove: async (path) => (await s3()).remove(path),
   };
 }

@@ -3,8 +3,11 @@ import assert from 'node:assert/strict';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Readable } from 'node:stream';
 import { after, before, test } from 'node:test';
+import { HeadObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import * as api from '../../generated/client.ts';
+import { createMediaStore } from '../../domain/media/media-store.ts';
 import { createS3Storage } from '../../platform/storage/s3.ts';
 import { startS3Proxy } from '../../scripts/s3proxy.ts';
 import type { RunningS3Proxy } from '../../scripts/s3proxy.ts';
@@ -82,4 +85,26 @@ test('s3: an expired presigned address is refused', async () => {
   await new Promise((r) => setTimeout(r, 2100));
   assert.equal((await put(url, body)).status, 403);
   assert.equal(await storage.stat('imports/expiry/test.jsonl'), undefined);
+});
+
+test('s3: media objects are stored with their image type, import files as JSONL', async () => {
+  const config = {
+    endpoint: s3.endpoint, bucket: 'catalog-imports-test', region: 'us-east-1', accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey,
+  };
+  const png = Buffer.from('89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c4890000000d4944415478da63f8cfc0f01f0005000201f5b5d8a90000000049454e44ae426082', 'hex');
+  const path = await createMediaStore(createS3Storage(config), undefined).put('ab'.repeat(32), png, 'image/png');
+  await createS3Storage(config).write('imports/types/retry.jsonl', Readable.from([Buffer.from('{}\n')]), 3, 'application/x-ndjson');
+  const client = new S3Client({
+    region: config.region, endpoint: config.endpoint, forcePathStyle: true,
+    credentials: { accessKeyId: config.accessKeyId, secretAccessKey: config.secretAccessKey },
+  });
+  try {
+    const image = await client.send(new HeadObjectCommand({ Bucket: config.bucket, Key: path }));
+    assert.equal(image.ContentType, 'image/png');
+    assert.equal(image.ContentLength, png.length);
+    const file = await client.send(new HeadObjectCommand({ Bucket: config.bucket, Key: 'imports/types/retry.jsonl' }));
+    assert.equal(file.ContentType, 'application/x-ndjson');
+  } finally {
+    client.destroy();
+  }
 });
