@@ -89,34 +89,16 @@ async function begin(deps: ProcessDeps, job: JobRow): Promise<JobRow | undefined
   return loadJob(em, job.id);
 }
 
-/**
- * A large import grows the items table faster than autovacuum re-analyzes it; with statistics
- * of a much smaller table the planner turns the upsert lookup into a scan of the whole catalog
- * (20 ms a batch at 10,000 items, worse beyond). Analyzing each time this run's writes double
- * keeps the plans on the indexes for the cost of a few ANALYZEs per file.
- */
-function analyzer(deps: ProcessDeps) {
-  let written = 0;
-  let next = 2000;
-  return async (writes: number) => {
-    written += writes;
-    if (written < next) return;
-    next = written * 2;
-    await deps.orm.em.fork().execute('ANALYZE items');
-  };
-}
-
 async function run(deps: ProcessDeps, job: JobRow): Promise<ProcessOutcome> {
   const offset = Number(job.resume_offset);
   const stream = await deps.storage.read(job.storage_path, offset);
-  const analyze = analyzer(deps);
   const cursor = { line: Number(job.resume_line) };
   let batch: FileLine[] = [];
   try {
     for await (const line of readLines(stream, { line: Number(job.resume_line), offset })) {
       batch.push(line);
       if (batch.length === BATCH_LINES) {
-        await analyze(job.dry_run ? 0 : await commitBatch(deps, job, cursor, batch));
+        await commitBatch(deps, job, cursor, batch);
         batch = [];
         if (deps.stopping?.()) throw new JobStopped();
         await deps.heartbeat?.();
@@ -138,9 +120,9 @@ interface BatchCounts {
 /**
  * One transaction: the lines' upserts, their line errors, the counters and the resume cursor.
  * The counter update only applies while the job is still processing and its cursor is where this
- * run left it; otherwise the whole batch rolls back and the run stops. Returns the items created.
+ * run left it; otherwise the whole batch rolls back and the run stops.
  */
-async function commitBatch(deps: ProcessDeps, job: JobRow, cursor: { line: number }, lines: FileLine[]): Promise<number> {
+async function commitBatch(deps: ProcessDeps, job: JobRow, cursor: { line: number }, lines: FileLine[]): Promise<void> {
   const parsed = lines.map(parseLine);
   const values: object[] = [];
   const valueLines: FileLine[] = [];
@@ -198,7 +180,6 @@ async function commitBatch(deps: ProcessDeps, job: JobRow, cursor: { line: numbe
     if (!updated) throw new JobStopped();
   });
   cursor.line = last.lineNumber;
-  return counts.created;
 }
 
 /** processing → completed | completed_with_errors | failed (every line failed), with its event. */
