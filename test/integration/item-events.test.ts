@@ -27,8 +27,10 @@ async function eventsFor(resourceId: string, count: number): Promise<Array<{ rec
   const deadline = Date.now() + 20_000;
   for (;;) {
     const records = await readTopic(service.config.kafkaBrokers ? [...service.config.kafkaBrokers] : [], topic).catch(() => []);
+    // Delivery is at-least-once, a retried publish may land twice: a consumer keeps each id's first copy.
+    const seen = new Set<string>();
     const mine = records.map((record) => ({ record, body: JSON.parse(record.value!.toString('utf8')) }))
-      .filter((e) => e.body.resourceId === resourceId);
+      .filter((e) => e.body.resourceId === resourceId && !seen.has(e.body.id) && seen.add(e.body.id));
     if (mine.length >= count || Date.now() > deadline) return mine;
     await new Promise((resolve) => setTimeout(resolve, 250));
   }
