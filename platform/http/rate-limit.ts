@@ -12,46 +12,56 @@ export interface RateLimitState {
   retryAfter: number;
 }
 
-/** What the counting statement returns: the counters after this request, and its verdict. */
+/** What the counting statement returns: the counters after it, and how many it admitted. */
 export interface CounterRow {
   count: number;
   prev_count: number;
-  allowed: boolean;
+  admitted: number;
 }
 
 const WINDOW = 60;
 
 /**
- * The statement that counts one request against a subject, atomically: the upsert locks the
- * subject's row, so concurrent requests on any instance take turns. The row holds this minute's
- * count and the previous minute's; a request is admitted when the previous minute, weighted by
- * how much of it still overlaps the last 60 s, plus this minute, plus the request fits the limit.
- * A refused request is not counted, so a waiting client recovers on time. Parameters: $2 the
- * minute's start, $3 now (Unix seconds); `subject` and `limit` are SQL expressions and `source`
- * the FROM clause that supplies them.
+ * The statement that counts `$4` requests against a subject, atomically: the upsert locks the
+ * subject's row, so concurrent statements on any instance take turns. The row holds this
+ * minute's count and the previous minute's; the estimate is the previous minute, weighted by how
+ * much of it still overlaps the last 60 s, plus this minute. Requests are admitted in order while
+ * the estimate plus one fits the limit, so the statement admits as many as one statement per
+ * request would. Refused requests are not counted, so a waiting client recovers on time.
+ * Parameters: $2 the minute's start, $3 now (Unix seconds), $4 how many requests; `subject` and
+ * `limit` (at least 1) are SQL expressions and `source` the FROM clause that supplies them.
  */
 export function countStatement(subject: string, limit: string, source: string): string {
   const current = 'CASE WHEN r.window_start = $2::bigint THEN r.count ELSE 0 END';
   const previous = `CASE WHEN r.window_start = $2::bigint THEN r.prev_count
     WHEN r.window_start = $2::bigint - ${WINDOW} THEN r.count ELSE 0 END`;
-  const admitted = `(${previous}) * (${WINDOW} - ($3::float8 - $2::bigint)) / ${WINDOW} + (${current}) + 1 <= ${limit}`;
-  return `INSERT INTO rate_limits AS r (subject, window_start, count, prev_count, allowed)
-    SELECT ${subject}, $2::bigint, 1, 0, true ${source}
+  const estimate = `(${previous}) * (${WINDOW} - ($3::float8 - $2::bigint)) / ${WINDOW} + (${current})`;
+  const admitted = `greatest(0, least($4::integer, floor(${limit} - (${estimate}))::integer))`;
+  return `INSERT INTO rate_limits AS r (subject, window_start, count, prev_count, admitted)
+    SELECT ${subject}, $2::bigint, least($4::integer, ${limit}), 0, least($4::integer, ${limit}) ${source}
     ON CONFLICT (subject) DO UPDATE SET
       window_start = $2::bigint,
       prev_count = ${previous},
-      count = (${current}) + CASE WHEN ${admitted} THEN 1 ELSE 0 END,
-      allowed = ${admitted}
-    RETURNING r.count, r.prev_count, r.allowed`;
+      count = (${current}) + ${admitted},
+      admitted = ${admitted}
+    RETURNING r.count, r.prev_count, r.admitted`;
 }
 
 /** The window's start for a moment (Unix seconds): the minute it falls in. */
 export const windowStart = (now: number): number => Math.floor(now / WINDOW) * WINDOW;
 
-/** The headers' figures from the counters after a request, computed as the statement decided. */
-export function rateLimitState(row: CounterRow, limit: number, now: number): RateLimitState {
+/**
+ * Each counted request's figures, in the order the statement counted them: the first
+ * `admitted` passed, each seeing the count as it stood after itself; the rest were refused.
+ */
+export function rateLimitStates(row: CounterRow, limit: number, now: number, requests: number): RateLimitState[] {
+  const before = row.count - row.admitted;
+  return Array.from({ length: requests }, (_, i) =>
+    i < row.admitted ? stateAfter(before + i + 1, row.prev_count, true, limit, now) : stateAfter(row.count, row.prev_count, false, limit, now));
+}
+
+function stateAfter(count: number, previous: number, allowed: boolean, limit: number, now: number): RateLimitState {
   const win = windowStart(now);
-  const { count, prev_count: previous, allowed } = row;
   const estimate = (previous * (WINDOW - (now - win))) / WINDOW + count;
   let retryAfter = 0;
   if (!allowed) {
@@ -65,10 +75,10 @@ export function rateLimitState(row: CounterRow, limit: number, now: number): Rat
   return { allowed, limit, remaining: Math.max(0, Math.floor(limit - estimate)), resetAt: win + WINDOW, retryAfter };
 }
 
-const COUNT_SUBJECT = prepared(countStatement('$1', '$4::integer', ''));
+const COUNT_SUBJECT = prepared(countStatement('$1', '$5::integer', ''));
 
-/** Counts one request against `subject` (e.g. `ip:203.0.113.9`) under `limit` per minute. */
-export async function countRequest(em: EntityManager, subject: string, limit: number, now: number): Promise<RateLimitState> {
-  const [row] = await query<CounterRow>(em, COUNT_SUBJECT, [subject, windowStart(now), now, limit]);
-  return rateLimitState(row!, limit, now);
+/** Counts `requests` requests (default one) against `subject` (e.g. `ip:203.0.113.9`) under `limit` per minute. */
+export async function countRequests(em: EntityManager, subject: string, limit: number, now: number, requests = 1): Promise<RateLimitState[]> {
+  const [row] = await query<CounterRow>(em, COUNT_SUBJECT, [subject, windowStart(now), now, requests, limit]);
+  return rateLimitStates(row!, limit, now, requests);
 }

@@ -5,7 +5,7 @@ import * as client from '../../generated/client.ts';
 import { clientOptions } from '../helpers/client.ts';
 import { checkedFetch } from '../helpers/contract-check.ts';
 import { sqlClient } from '../helpers/database.ts';
-import { countRequest } from '../../platform/http/rate-limit.ts';
+import { countRequests } from '../../platform/http/rate-limit.ts';
 import { startTestService } from '../helpers/service.ts';
 import type { TestService } from '../helpers/service.ts';
 
@@ -81,7 +81,7 @@ test('refused requests are not counted, and budgets are per key', async () => {
 
 test('the window slides: the previous minute weighs by its remaining overlap', async () => {
   const em = first.service.services.orm.em.fork();
-  const hit = (subject: string, limit: number, now: number) => countRequest(em, subject, limit, now);
+  const hit = async (subject: string, limit: number, now: number) => (await countRequests(em, subject, limit, now))[0]!;
   const subject = `test:${Date.now()}`;
   // 10 requests late in minute [600, 660) with a limit of 10.
   for (let i = 0; i < 10; i += 1) {
@@ -110,7 +110,36 @@ test('concurrent requests never overrun the budget: of 130 at once under a limit
   const orm = first.service.services.orm;
   const subject = `burst:${Date.now()}`;
   const now = Math.floor(Date.now() / 60_000) * 60 + 1;
-  const states = await Promise.all(Array.from({ length: 130 }, () => countRequest(orm.em.fork(), subject, 100, now)));
+  const states = (await Promise.all(Array.from({ length: 130 }, () => countRequests(orm.em.fork(), subject, 100, now)))).flat();
   assert.equal(states.filter((s) => s.allowed).length, 100);
   assert.deepEqual(states.filter((s) => s.allowed).map((s) => s.remaining).sort((a, b) => a - b), Array.from({ length: 100 }, (_, i) => i));
+});
+
+test('one statement counting several requests admits them in order as far as the budget goes', async () => {
+  const em = first.service.services.orm.em.fork();
+  const subject = `group:${Date.now()}`;
+  const now = Math.floor(Date.now() / 60_000) * 60 + 1;
+  assert.deepEqual((await countRequests(em, subject, 10, now, 4)).map((s) => [s.allowed, s.remaining]), [[true, 9], [true, 8], [true, 7], [true, 6]]);
+  const rest = await countRequests(em, subject, 10, now, 8);
+  assert.deepEqual(rest.map((s) => s.allowed), [true, true, true, true, true, true, false, false]);
+  assert.deepEqual(rest.slice(0, 6).map((s) => s.remaining), [5, 4, 3, 2, 1, 0]);
+  assert.ok(rest[7]!.retryAfter >= 1);
+  const sql = await sqlClient(first.databaseUrl);
+  try {
+    const { rows } = await sql.query('select count, admitted from rate_limits where subject = $1', [subject]);
+    assert.deepEqual(rows, [{ count: 10, admitted: 6 }], 'the two refused requests were not counted');
+  } finally {
+    await sql.end();
+  }
+});
+
+test('130 concurrent requests with one key on two instances: exactly the 100 of the free tier pass', async () => {
+  const { key } = await first.newTenant({ tier: 'free', scopes: ['catalog:read'] });
+  const answers = await Promise.all(Array.from({ length: 130 }, (_, i) =>
+    fetch(`${(i % 2 === 0 ? first : second).url}/api/v1/catalog/items?limit=1`, { headers: { authorization: `Bearer ${key}` } })
+      .then(async (r) => { await r.arrayBuffer(); return r; })));
+  const passed = answers.filter((r) => r.status === 200);
+  assert.equal(passed.length, 100);
+  assert.equal(answers.filter((r) => r.status === 429).length, 30);
+  assert.deepEqual(passed.map((r) => Number(r.headers.get('x-ratelimit-remaining'))).sort((a, b) => a - b), Array.from({ length: 100 }, (_, i) => i));
 });

@@ -40,8 +40,8 @@ export const RateLimit = defineEntity({
     windowStart: p.bigint('number'),
     count: p.integer(),
     prevCount: p.integer(),
-    /** Whether the latest request counted against this subject was admitted. */
-    allowed: p.boolean(),
+    /** How many requests the latest counting statement for this subject admitted. */
+    admitted: p.integer(),
   },
 });
 
