@@ -1,6 +1,7 @@
-// API-key authentication and the shared rate limit, one Postgres round trip per request.
-import { hashKey } from '../../domain/access/api-keys.ts';
+// API-key authentication and the shared rate limit: one Postgres round trip per request at most
+// (a key's concurrent requests share one).
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { hashKey } from '../../domain/access/api-keys.ts';
 import type { Orm } from '../db/orm.ts';
 import { prepared, query } from '../db/sql.ts';
 import { countRequests, countStatement, rateLimitStates, windowStart } from './rate-limit.ts';
