@@ -109,12 +109,24 @@ function writeProperties(paths: Paths, opts: KafkaOptions): void {
   writeFileSync(paths.properties, template.replace(/\$\{(\w+)\}/g, (_, name: string) => values[name] ?? ''));
 }
 
+/**
+ * 16 random bytes in base64url, as `kafka-storage random-uuid` makes them, and like Kafka's own
+ * never starting with `-`: the tool's argument parser would take such an id for an option
+ * (one format in 64 failed that way).
+ */
+export function newClusterId(): string {
+  for (;;) {
+    const id = randomBytes(16).toString('base64url');
+    if (!id.startsWith('-')) return id;
+  }
+}
+
 /** KRaft refuses to start on an unformatted log folder; format it once with a fresh cluster id. */
 function formatStorage(paths: Paths, libs: string, logger?: Logger): void {
   if (existsSync(join(paths.logDirs, 'meta.properties'))) return;
-  const clusterId = randomBytes(16).toString('base64url');
+  const clusterId = newClusterId();
   const format = spawnSync(javaBin(), ['-cp', join(libs, '*'), `-Dlog4j2.configurationFile=${join(ASSETS, 'log4j2.yaml')}`,
-    'kafka.tools.StorageTool', 'format', '--standalone', '-t', clusterId, '-c', paths.properties], { encoding: 'utf8' });
+    'kafka.tools.StorageTool', 'format', '--standalone', `--cluster-id=${clusterId}`, '-c', paths.properties], { encoding: 'utf8' });
   if (format.error || format.status !== 0) {
     throw new Error(`Kafka storage format failed:\n${format.error ?? ''}${format.stdout}${format.stderr}`);
   }
