@@ -11,16 +11,15 @@ export class RateLimitStatement extends Migration {
 -- never wait for a flush (the functions used to turn synchronous_commit off for this). A crash
 -- empties it and forgives at most a minute of counts, which a rate limit can afford.
 ALTER TABLE rate_limits SET UNLOGGED;
--- How many requests the latest statement admitted (one statement counts a key's concurrent
--- requests together), for that statement to report.
-ALTER TABLE rate_limits ADD COLUMN admitted integer NOT NULL DEFAULT 1;
+-- Whether the latest request was admitted, for the statement that counts it to report.
+ALTER TABLE rate_limits ADD COLUMN allowed boolean NOT NULL DEFAULT true;
 DROP FUNCTION authenticate_request(text, double precision);
 DROP FUNCTION rate_limit_hit(text, integer, double precision);
 `);
   }
 
   override down(): void {
-    this.addSql(`ALTER TABLE rate_limits DROP COLUMN admitted;
+    this.addSql(`ALTER TABLE rate_limits DROP COLUMN allowed;
 ALTER TABLE rate_limits SET LOGGED;`);
     this.addSql(RATE_LIMIT_HIT);
     this.addSql(AUTHENTICATE_REQUEST);

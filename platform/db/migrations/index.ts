@@ -4,10 +4,12 @@ import { InitialSchema } from './0001-initial-schema.ts';
 import { Webhooks } from './0003-webhooks.ts';
 import { Imports } from './0004-imports.ts';
 import { RateLimitStatement } from './0005-rate-limit-statement.ts';
+import { RateLimitGroups } from './0006-rate-limit-groups.ts';
 
 export const migrations: MigrationObject[] = [
   { name: '0001-initial-schema', class: InitialSchema },
   { name: '0003-webhooks', class: Webhooks },
   { name: '0004-imports', class: Imports },
   { name: '0005-rate-limit-statement', class: RateLimitStatement },
+  { name: '0006-rate-limit-groups', class: RateLimitGroups },
 ];
