@@ -87,7 +87,6 @@ type LookupOneRow = Partial<ItemRow> & {
  * catalog, whatever the planner's statistics say about the catalog's size.
  */
 export async function lookup(em: EntityManager, catalogId: string, items: readonly NormalizedItem[]): Promise<Lookup> {
-  const skus = [...new Set(items.flatMap((i) => (i.sku === null ? [] : [i.sku])))];
   const categories = [...new Set(items.flatMap((i) => (i.category ? [nameKey(i.category.name)] : [])))];
   const brands = [...new Set(items.flatMap((i) => (i.brand ? [nameKey(i.brand.name)] : [])))];
   const result: Lookup = { items: new Map(), skuOwners: new Map(), categories: new Map(), brands: new Map(), stored: new Map() };
@@ -109,6 +108,7 @@ export async function lookup(em: EntityManager, catalogId: string, items: readon
     if (row?.found_brand) result.brands.set(brands[0]!, row.found_brand);
     return result;
   }
+  const skus = [...new Set(items.flatMap((i) => (i.sku === null ? [] : [i.sku])))];
   const rows = await query<LookupRow>(em, LOOKUP, [catalogId, items.map((i) => i.externalSystem), items.map((i) => i.externalId), skus, categories, brands]);
   for (const row of rows) {
     if (row.kind === 'category') result.categories.set(row.k!, row.id);
@@ -228,12 +228,10 @@ const WRITE_ITEMS_RETURNING_STORED = prepared(writeStatement(true));
  *    concurrent writer cannot make an event lie; and wakes the relay.
  * The event text is assembled here in the same key order and escaping as domainEvent's
  * JSON.stringify (to_json escapes like JSON.stringify for these strings).
- * With `stored`, it returns the written items' stored rows (ItemRow columns and `inserted`),
- * with the names as stored (a category first spelled otherwise keeps that spelling).
+ * With `stored`, each row returned is the written item's StoredRow (ItemRow columns and
+ * `inserted`), with the names as stored (a category first spelled otherwise keeps that spelling).
  */
-export async function writeItems(em: EntityManager, catalogId: string, candidates: readonly WriteCandidate[], names: Names): Promise<WrittenRow[]>;
-export async function writeItems(em: EntityManager, catalogId: string, candidates: readonly WriteCandidate[], names: Names, stored: true): Promise<StoredRow[]>;
-export async function writeItems(em: EntityManager, catalogId: string, candidates: readonly WriteCandidate[], names: Names, stored = false): Promise<Array<WrittenRow | StoredRow>> {
+export async function writeItems(em: EntityManager, catalogId: string, candidates: readonly WriteCandidate[], names: Names, stored: boolean): Promise<WrittenRow[]> {
   const now = new Date().toISOString();
   const input = JSON.stringify(candidates.map(({ id, item }, ord) => {
     const categoryKey = item.category ? nameKey(item.category.name) : null;
@@ -249,7 +247,7 @@ export async function writeItems(em: EntityManager, catalogId: string, candidate
       ts: item.trackStock, h: item.contentHash,
     };
   }));
-  return query<WrittenRow | StoredRow>(em, stored ? WRITE_ITEMS_RETURNING_STORED : WRITE_ITEMS,
+  return query<WrittenRow>(em, stored ? WRITE_ITEMS_RETURNING_STORED : WRITE_ITEMS,
     [catalogId, JSON.stringify(names.newCategories), JSON.stringify(names.newBrands), input, TOPICS.events, OUTBOX_CHANNEL],
   );
 }

@@ -133,11 +133,10 @@ async function writeBatch(
   const items = candidates.map((c) => c.candidate.item);
   const hasMedia = items.some((item) => item.media.length > 0);
   const names = newNames(items, found);
-  const write = async (tx: EntityManager, savepoint: boolean): Promise<Array<WrittenRow | StoredRow>> => {
+  const write = async (tx: EntityManager, savepoint: boolean): Promise<WrittenRow[]> => {
     if (savepoint) await query(tx, 'SAVEPOINT upsert_items');
     try {
-      const batch = candidates.map((c) => c.candidate);
-      const rows = returnStored ? await writeItems(tx, catalogId, batch, names, true) : await writeItems(tx, catalogId, batch, names);
+      const rows = await writeItems(tx, catalogId, candidates.map((c) => c.candidate), names, returnStored);
       // The stored rows' media states are right already: registering adds only pending assets.
       if (hasMedia) await registerMedia((sql, params) => tx.execute(sql, params), catalogId, rows, items);
       if (savepoint) await query(tx, 'RELEASE SAVEPOINT upsert_items');
