@@ -140,9 +140,17 @@ export async function createKafkaClient(config: Config, logger: Logger, options:
   };
 
   const runConsumer = async (run: RunConsumerOptions): Promise<RunningConsumer> => {
+    let stopping: Promise<void> | undefined;
     // A killed member holds its partitions until its session times out: 10 s rather than kafkajs'
     // 30 s lets a restarted consumer take its work back sooner (the broker allows 6 s and up).
-    const consumer = kafka.consumer({ groupId: run.groupId, allowAutoTopicCreation: false, sessionTimeout: 10_000, heartbeatInterval: 3000 });
+    const consumer = kafka.consumer({
+      groupId: run.groupId, allowAutoTopicCreation: false, sessionTimeout: 10_000, heartbeatInterval: 3000,
+      // kafkajs restarts a crashed consumer on a timer that its disconnect() clears, but a crash
+      // that lands while disconnect() runs schedules a restart after that, and the stopped
+      // consumer then reconnects every 300 ms for ever (seen holding a test process open).
+      // Retries: kafkajs' consumer default.
+      retry: { retries: 5, restartOnFailure: async () => stopping === undefined },
+    });
     await consumer.connect();
     await consumer.subscribe({ topics: run.topics.map((t) => topicName(topicPrefix, t)), fromBeginning: run.fromBeginning ?? false });
     // autoCommit (the default) commits resolved offsets after every batch, including the one a
@@ -152,7 +160,6 @@ export async function createKafkaClient(config: Config, logger: Logger, options:
       ...(run.eachBatch ? { eachBatch: run.eachBatch } : {}),
       partitionsConsumedConcurrently: run.partitionsConsumedConcurrently ?? 1,
     });
-    let stopping: Promise<void> | undefined;
     const running: RunningConsumer = {
       consumer,
       stop: () => {
