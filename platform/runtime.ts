@@ -17,10 +17,13 @@ import { configureMediaRegistration } from '../domain/media/register.ts';
 import { createKafkaClient } from './kafka/client.ts';
 import type { KafkaClient } from './kafka/client.ts';
 import type { Logger } from './log/logger.ts';
+import type { Orm } from './db/orm.ts';
 import { createLogger } from './log/logger.ts';
 
 export interface RunningService {
-  services: Services;
+  orm: Orm;
+  /** What the API's handlers are given; only in a process that plays the api role. */
+  services: Services | undefined;
   /** Base address of the HTTP listener, when this process plays the api role. */
   url: string | undefined;
   kafka: KafkaClient;
@@ -37,15 +40,15 @@ export async function startService(config: Config, logger: Logger = createLogger
   };
   try {
     configureMediaRegistration(config.media); // every role upserts (API, imports)
-    const contract = await loadContract();
-    const handlers = bindHandlers(contract);
+    // The contract (about 40 MB once parsed and compiled) only where requests are served.
+    const api = config.role === 'consumers' ? undefined : await loadApi();
     const orm = await openDatabase({ databaseUrl: config.databaseUrl, logger, poolSize: 20 });
     closers.push(() => orm.close());
     const kafka = await createKafkaClient(config, logger, { clientId: `catalog-${config.role}` });
     closers.push(() => kafka.disconnect());
     await kafka.ensureTopics();
-    const services: Services = {
-      config, logger, orm, contract, metrics: createMetrics(), kafkaReachable: () => kafka.ping(2000),
+    const services: Services | undefined = api && {
+      config, logger, orm, contract: api.contract, metrics: createMetrics(), kafkaReachable: () => kafka.ping(2000),
     };
     if (config.role !== 'api') {
       // The relay runs with the consumers: an api-only fleet leaves events safely in the outbox.
@@ -64,8 +67,8 @@ export async function startService(config: Config, logger: Logger = createLogger
       if (failed) throw failed.reason;
     }
     let url: string | undefined;
-    if (config.role !== 'consumers') {
-      const server = createHttpServer({ services, handlers, extraRoutes: uploadRoute(services) });
+    if (api && services) {
+      const server = createHttpServer({ services, handlers: api.handlers, extraRoutes: uploadRoute(services) });
       await listen(server, config.port, config.host);
       closers.push(() => closeHttpServer(server));
       const address = server.address() as AddressInfo;
@@ -74,11 +77,17 @@ export async function startService(config: Config, logger: Logger = createLogger
     } else {
       logger.info({ role: config.role }, 'catalog consumers running');
     }
-    return { services, url, kafka, close };
+    return { orm, services, url, kafka, close };
   } catch (error) {
     await close();
     throw error;
   }
+}
+
+/** The contract and its handlers; start-up fails when they do not match. */
+async function loadApi() {
+  const contract = await loadContract();
+  return { contract, handlers: bindHandlers(contract) };
 }
 
 function listen(server: Server, port: number, host: string): Promise<void> {

@@ -57,7 +57,7 @@ export async function startTestService(file: string, overrides: Record<string, s
     service,
     databaseUrl,
     async newTenant(options = {}) {
-      const em = service.services.orm.em.fork();
+      const em = service.orm.em.fork();
       tenantCounter += 1;
       const catalog = await createCatalog(em, {
         name: options.name ?? `tenant-${process.pid}-${tenantCounter}-${Date.now()}`,

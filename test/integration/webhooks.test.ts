@@ -59,7 +59,7 @@ async function subscribe(tenant: Tenant, path: string, events: string[] = ['*'],
 /** What the lead's item code does: the event goes to the outbox in the writing transaction. */
 async function emit(tenant: Tenant, type: EventType, resourceId: string, data: Record<string, unknown> = {}) {
   const event = domainEvent({ type, catalogId: tenant.catalogId, resourceId, data });
-  await service.service.services.orm.em.fork().transactional(async (em) => {
+  await service.service.orm.em.fork().transactional(async (em) => {
     await writeOutbox((sql, params) => em.execute(sql, params), [eventRow(event)]);
   });
   return event;
