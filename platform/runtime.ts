@@ -62,7 +62,14 @@ export async function startService(config: Config, logger: Logger = createLogger
         startWebhookWorkers(config, kafka, logger),
         startMediaConsumer(config, kafka, logger),
       ]);
-      for (const worker of workers) if (worker.status === 'fulfilled') closers.push(() => worker.value.stop());
+      const started = workers.flatMap((worker) => (worker.status === 'fulfilled' ? [worker.value] : []));
+      // Stopped side by side: each consumer's stop waits out its fetch in flight (kafkajs' 5 s
+      // long poll), so one after the other they took 15 s.
+      closers.push(async () => {
+        for (const result of await Promise.allSettled(started.map((worker) => worker.stop()))) {
+          if (result.status === 'rejected') logger.error({ err: result.reason }, 'error while stopping a consumer');
+        }
+      });
       const failed = workers.find((worker) => worker.status === 'rejected');
       if (failed) throw failed.reason;
     }
