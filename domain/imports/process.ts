@@ -5,7 +5,8 @@ import type { Orm } from '../../platform/db/orm.ts';
 import { query } from '../../platform/db/sql.ts';
 import type { Logger } from '../../platform/log/logger.ts';
 import type { ObjectStorage } from '../../platform/storage/storage.ts';
-import { upsertItems } from '../items/upsert.ts';
+import { prepareItem, upsertPrepared } from '../items/upsert.ts';
+import type { PreparedItems } from '../items/upsert.ts';
 import { IMPORT_LOCK_SPACE, MAX_FILE_BYTES, finishJob } from './jobs.ts';
 import { readLines, scanFile } from './line-reader.ts';
 import type { FileLine } from './line-reader.ts';
@@ -89,28 +90,79 @@ async function begin(deps: ProcessDeps, job: JobRow): Promise<JobRow | undefined
   return loadJob(em, job.id);
 }
 
+/**
+ * Two stages: while one batch is in the database, the next is read, parsed and validated, so the
+ * consumer's CPU work overlaps Postgres's. Batches still reach the database one after the other,
+ * in file order: each one's lookup sees everything the batches before it wrote.
+ */
 async function run(deps: ProcessDeps, job: JobRow): Promise<ProcessOutcome> {
   const offset = Number(job.resume_offset);
   const stream = await deps.storage.read(job.storage_path, offset);
   const cursor = { line: Number(job.resume_line) };
-  let batch: FileLine[] = [];
+  let committing: Promise<void> | undefined;
+  const commitNext = async (batch: PreparedBatch) => {
+    if (committing) {
+      await committing;
+      if (deps.stopping?.()) throw new JobStopped();
+      await deps.heartbeat?.();
+    }
+    committing = commitBatch(deps, job, cursor, batch);
+    // Awaited before the next commit or at the end; this only keeps a failure meanwhile from
+    // counting as unhandled.
+    committing.catch(() => undefined);
+  };
+  let lines: FileLine[] = [];
   try {
     for await (const line of readLines(stream, { line: Number(job.resume_line), offset })) {
-      batch.push(line);
-      if (batch.length === BATCH_LINES) {
-        await commitBatch(deps, job, cursor, batch);
-        batch = [];
-        if (deps.stopping?.()) throw new JobStopped();
-        await deps.heartbeat?.();
+      lines.push(line);
+      if (lines.length === BATCH_LINES) {
+        await commitNext(await prepareBatch(lines));
+        lines = [];
       }
     }
-    if (batch.length > 0) await commitBatch(deps, job, cursor, batch);
+    if (lines.length > 0) await commitNext(await prepareBatch(lines));
+    await committing;
   } catch (error) {
     stream.destroy();
+    // Never leave a batch's transaction running behind the outcome.
+    await committing?.catch(() => undefined);
     if (error instanceof JobStopped) return 'stopped';
     throw error;
   }
   return complete(deps, job.id);
+}
+
+interface PreparedBatch {
+  readonly lines: readonly FileLine[];
+  /** The lines that were JSON objects, in order, and their items validated and normalized. */
+  readonly valueLines: readonly FileLine[];
+  readonly items: PreparedItems;
+  /** Lines that were not JSON objects. */
+  readonly lineErrors: readonly LineError[];
+}
+
+// Lines parsed between two turns of the event loop, so the batch in the database is not kept
+// waiting for its next statement.
+const PREPARE_SLICE = 10;
+
+/** The CPU work of a batch: parsing each line and preparing its item, yielding as it goes. */
+async function prepareBatch(lines: readonly FileLine[]): Promise<PreparedBatch> {
+  const valueLines: FileLine[] = [];
+  const lineErrors: LineError[] = [];
+  const items: PreparedItems = { entries: [], valid: [] };
+  for (let i = 0; i < lines.length; i += 1) {
+    if (i > 0 && i % PREPARE_SLICE === 0) await new Promise((resume) => setImmediate(resume));
+    const line = lines[i]!;
+    const parsed = parseLine(line);
+    if (!parsed.ok) {
+      lineErrors.push(parsed.error);
+      continue;
+    }
+    prepareItem(items, parsed.value, valueLines.length);
+    valueLines.push(line);
+  }
+  items.entries.length = valueLines.length;
+  return { lines, valueLines, items, lineErrors };
 }
 
 interface BatchCounts {
@@ -122,24 +174,13 @@ interface BatchCounts {
  * The counter update only applies while the job is still processing and its cursor is where this
  * run left it; otherwise the whole batch rolls back and the run stops.
  */
-async function commitBatch(deps: ProcessDeps, job: JobRow, cursor: { line: number }, lines: FileLine[]): Promise<void> {
-  const parsed = lines.map(parseLine);
-  const values: object[] = [];
-  const valueLines: FileLine[] = [];
-  const errors: LineError[] = [];
-  parsed.forEach((p, i) => {
-    if (p.ok) {
-      values.push(p.value);
-      valueLines.push(lines[i]!);
-    } else {
-      errors.push(p.error);
-    }
-  });
+async function commitBatch(deps: ProcessDeps, job: JobRow, cursor: { line: number }, batch: PreparedBatch): Promise<void> {
+  const { lines, valueLines, items } = batch;
   const last = lines.at(-1)!;
   const counts: BatchCounts = { processed: lines.length, succeeded: 0, failed: 0, unchanged: 0, created: 0, updated: 0 };
   await deps.orm.em.fork().transactional(async (tx) => {
-    const entries = values.length > 0 ? await upsertItems(tx, job.catalog_id, values, { dryRun: job.dry_run }) : [];
-    const batchErrors = [...errors];
+    const entries = valueLines.length > 0 ? await upsertPrepared(tx, job.catalog_id, items, { dryRun: job.dry_run }) : [];
+    const batchErrors = [...batch.lineErrors];
     entries.forEach((entry, i) => {
       if (entry.status === 'error') {
         const line = valueLines[i]!;

@@ -31,6 +31,26 @@ export interface UpsertOptions {
 
 const UNIQUE_VIOLATION = '23505';
 
+/** Inputs validated and normalized, ready for the database: no I/O went into them. */
+export interface PreparedItems {
+  /** The failed inputs' entries at their index; upsertPrepared fills in the others. */
+  readonly entries: UpsertEntry[];
+  readonly valid: Array<{ index: number; item: NormalizedItem }>;
+}
+
+/** The CPU half of an upsert for one input: validation and normalization, with the content hash. */
+export function prepareItem(into: PreparedItems, input: unknown, index: number, options: Pick<UpsertOptions, 'pathPrefix'> = {}): void {
+  const normalized = normalizeItem(input, options.pathPrefix?.(index) ?? '');
+  if (normalized.ok) into.valid.push({ index, item: normalized.item });
+  else into.entries[index] = { index, status: 'error', externalId: normalized.externalId ?? null, error: invalid(normalized.details) };
+}
+
+export function prepareItems(inputs: readonly unknown[], options: Pick<UpsertOptions, 'pathPrefix'> = {}): PreparedItems {
+  const prepared: PreparedItems = { entries: new Array(inputs.length), valid: [] };
+  inputs.forEach((input, index) => prepareItem(prepared, input, index, options));
+  return prepared;
+}
+
 /**
  * Upserts `inputs` in order, each judged on its own: a bad element becomes an `error` entry
  * and never affects the others. Runs inside the caller's transaction when `em` is in one
@@ -38,22 +58,21 @@ const UNIQUE_VIOLATION = '23505';
  * statement.
  */
 export async function upsertItems(em: EntityManager, catalogId: string, inputs: readonly unknown[], options: UpsertOptions = {}): Promise<UpsertEntry[]> {
-  const entries: UpsertEntry[] = new Array(inputs.length);
-  const valid: Array<{ index: number; item: NormalizedItem }> = [];
-  inputs.forEach((input, index) => {
-    const normalized = normalizeItem(input, options.pathPrefix?.(index) ?? '');
-    if (normalized.ok) valid.push({ index, item: normalized.item });
-    else entries[index] = { index, status: 'error', externalId: normalized.externalId ?? null, error: invalid(normalized.details) };
-  });
+  return upsertPrepared(em, catalogId, prepareItems(inputs, options), options);
+}
+
+/** The database half of upsertItems, for a caller that prepared the inputs ahead (imports). */
+export async function upsertPrepared(em: EntityManager, catalogId: string, prepared: PreparedItems, options: UpsertOptions = {}): Promise<UpsertEntry[]> {
+  const entries = [...prepared.entries];
   // The same identity twice in one body: its second occurrence goes to a later round, so the
   // occurrences apply in order and one statement never touches a row twice.
-  for (const round of rounds(valid)) {
+  for (const round of rounds(prepared.valid)) {
     for (const entry of await upsertRound(em, catalogId, round, options)) entries[entry.index] = entry;
   }
   return entries;
 }
 
-function rounds(valid: Array<{ index: number; item: NormalizedItem }>): Array<Array<{ index: number; item: NormalizedItem }>> {
+function rounds(valid: ReadonlyArray<{ index: number; item: NormalizedItem }>): Array<Array<{ index: number; item: NormalizedItem }>> {
   const result: Array<Array<{ index: number; item: NormalizedItem }>> = [];
   const seen = new Map<string, number>();
   for (const entry of valid) {
