@@ -21,15 +21,31 @@ export interface FanOutOptions {
 }
 
 /**
- * Creates the deliveries of a batch of events in one statement: one per active webhook of the
- * event's own catalog that subscribes to its type (or `*`) and existed when the event happened.
+ * The events whose catalog has an active webhook. Most catalogs have none, and an import's
+ * events come by the thousand: asking first keeps their payloads off the wire to Postgres.
+ */
+async function withActiveWebhooks(db: Queryable, events: readonly FanOutEvent[]): Promise<readonly FanOutEvent[]> {
+  if (events.length === 0) return events;
+  const catalogs = [...new Set(events.map((e) => e.catalogId))];
+  const { rows } = await db.query<{ catalog_id: string }>(
+    `SELECT DISTINCT catalog_id FROM webhooks WHERE catalog_id = ANY($1::uuid[]) AND status = 'active'`, [catalogs]);
+  if (rows.length === catalogs.length) return events;
+  const subscribed = new Set(rows.map((r) => r.catalog_id));
+  return events.filter((e) => subscribed.has(e.catalogId));
+}
+
+/**
+ * Creates the deliveries of a batch of events in one statement, once the events of catalogs
+ * without an active webhook are set aside: one per active webhook of the event's own catalog
+ * that subscribes to its type (or `*`) and existed when the event happened.
  * A re-read event creates nothing twice (the (webhook, event) pair is unique). Up to `leaseSlots`
  * new deliveries are inserted already claimed (attempt 1, leased): they skip a round trip through
  * the schedule and are returned for the caller to attempt at once. The rest are due now (or after
  * the first delay) for whichever worker claims them; if this worker dies, its leases expire and
  * the same happens to the leased ones.
  */
-export async function createDeliveries(db: Queryable, events: readonly FanOutEvent[], options: FanOutOptions): Promise<{ created: number; leased: ClaimedDelivery[] }> {
+export async function createDeliveries(db: Queryable, batch: readonly FanOutEvent[], options: FanOutOptions): Promise<{ created: number; leased: ClaimedDelivery[] }> {
+  const events = await withActiveWebhooks(db, batch);
   if (events.length === 0) return { created: 0, leased: [] };
   const slots = options.firstDelayMs === 0 ? options.leaseSlots : 0;
   const result = await db.query<{

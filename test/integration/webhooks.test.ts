@@ -5,10 +5,12 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import formats from 'ajv-formats';
+import pg from 'pg';
 import { parse } from 'yaml';
 import * as client from '../../generated/client.ts';
 import type { EventType, WebhookCreated } from '../../generated/client.ts';
 import { domainEvent, eventRow, writeOutbox } from '../../domain/events/outbox.ts';
+import { createDeliveries } from '../../domain/webhooks/fan-out.ts';
 import { createSender } from '../../domain/webhooks/send-delivery.ts';
 import { constructEvent, verifyRequest, verifySignature } from '../../domain/webhooks/verify-signature.ts';
 import { clientOptions } from '../helpers/client.ts';
@@ -182,6 +184,29 @@ describe('delivery', () => {
     assert.equal(list.status, 200);
     if (list.status === 200) assert.equal(list.data.data.deliveries.length, 2);
     assert.equal((await client.listWebhookDeliveries(createdOnly.id, {}, api(bob))).status, 404);
+  });
+
+  test('a batch mixing catalogs with and without a webhook creates deliveries for the subscribed one only', async () => {
+    const [carol, dave] = [await service.newTenant(), await service.newTenant()];
+    const hook = await subscribe(dave, '/mixed', ['item.deleted']);
+    const fanOutEvent = (tenant: Tenant, resourceId: string) => {
+      const event = domainEvent({ type: 'item.deleted', catalogId: tenant.catalogId, resourceId, data: {} });
+      return { id: event.id, catalogId: event.catalogId, type: event.type, createdAt: event.createdAt, payload: JSON.stringify(event) };
+    };
+    const events = [fanOutEvent(carol, 'C-1'), fanOutEvent(dave, 'D-1'), fanOutEvent(carol, 'C-2')];
+    const pool = new pg.Pool({ connectionString: service.databaseUrl, max: 1 });
+    try {
+      // Due in a minute: nothing is attempted while the rows are checked.
+      const options = { firstDelayMs: 60_000, leaseSlots: 0, leaseMs: 30_000, leaseToken: crypto.randomUUID() };
+      assert.equal((await createDeliveries(pool, events, options)).created, 1);
+      assert.equal((await createDeliveries(pool, [fanOutEvent(carol, 'C-3')], options)).created, 0);
+      const { rows } = await pool.query<{ webhook_id: string; catalog_id: string; event_id: string; payload: string }>(
+        'SELECT webhook_id, catalog_id, event_id, payload FROM webhook_deliveries WHERE catalog_id = ANY($1::uuid[]) AND event_type = $2',
+        [[carol.catalogId, dave.catalogId], 'item.deleted']);
+      assert.deepEqual(rows, [{ webhook_id: hook.id, catalog_id: dave.catalogId, event_id: events[1]!.id, payload: events[1]!.payload }]);
+    } finally {
+      await pool.end();
+    }
   });
 
   test("each POST carries exactly the spec's headers and the event's bytes, signed with the webhook's secret", async () => {
