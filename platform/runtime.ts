@@ -41,9 +41,10 @@ export async function startService(config: Config, logger: Logger = createLogger
   };
   // An import keeps a live heap of about 45 MB, yet V8 let the old generation grow to four times
   // that between full collections (its factor when collecting is cheap), and the consumers' peak
-  // RSS passed 420 MB. Growing by at most 2× between collections keeps it near 250 MB at no
-  // measurable cost in `npm run bench:import`. V8 reads the flag at each collection, so it works
-  // when set here; the api role keeps V8's default.
+  // RSS passed 440 MB. Growing by at most 2× between collections took it to about 380 MB at no
+  // measurable cost in `npm run bench:import` (the rest is mostly the young generation, see the
+  // README). V8 reads the flag at each collection, so it works when set here; the api role keeps
+  // V8's default.
   if (config.role !== 'api') setFlagsFromString('--heap-growing-percent=100');
   try {
     configureMediaRegistration(config.media); // every role upserts (API, imports)

@@ -31,7 +31,8 @@ async function withActiveWebhooks(db: Queryable, events: readonly FanOutEvent[])
     `SELECT DISTINCT catalog_id FROM webhooks WHERE catalog_id = ANY($1::uuid[]) AND status = 'active'`, [catalogs]);
   if (rows.length === catalogs.length) return events;
   const subscribed = new Set(rows.map((r) => r.catalog_id));
-  return events.filter((e) => subscribed.has(e.catalogId));
+  // Postgres prints a uuid in lower case; the event's text may not be.
+  return events.filter((e) => subscribed.has(e.catalogId.toLowerCase()));
 }
 
 /**
