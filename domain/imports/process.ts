@@ -1,5 +1,6 @@
 // Processes one import job: the counting pass, then batches of 100 lines through the upsert path, resumable at any moment.
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import pg from 'pg';
 import type { Orm } from '../../platform/db/orm.ts';
 import { query } from '../../platform/db/sql.ts';
@@ -151,7 +152,7 @@ async function prepareBatch(lines: readonly FileLine[]): Promise<PreparedBatch> 
   const lineErrors: LineError[] = [];
   const items: PreparedItems = { entries: [], valid: [] };
   for (let i = 0; i < lines.length; i += 1) {
-    if (i > 0 && i % PREPARE_SLICE === 0) await new Promise((resume) => setImmediate(resume));
+    if (i > 0 && i % PREPARE_SLICE === 0) await nextTurn();
     const line = lines[i]!;
     const parsed = parseLine(line);
     if (!parsed.ok) {
