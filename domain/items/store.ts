@@ -41,21 +41,26 @@ interface LookupRow {
   k: string | null;
 }
 
-const LOOKUP = prepared(`
+// The batch's items by identity, each through the unique index. Rows name their input by
+// position, so only the id, hash and SKU come back.
+const LOOKUP_ITEMS = prepared(`
+    SELECT t.ord, i.id, i.content_hash AS h, i.sku AS k
+    FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS t(s, e, ord)
+    CROSS JOIN LATERAL (SELECT i.id, i.content_hash, i.sku FROM items i
+      WHERE i.catalog_id = $1 AND i.external_system = t.s AND i.external_id = t.e LIMIT 1) i`);
+
+// What writing needs besides: the owners of the SKUs, and the categories and brands by name key.
+const LOOKUP_NAMES = prepared(`
     SELECT 'item' AS kind, i.id, i.external_system AS s, i.external_id AS e, i.content_hash AS h, i.sku AS k
-    FROM unnest($2::text[], $3::text[]) AS t(s, e)
-    CROSS JOIN LATERAL (SELECT * FROM items i WHERE i.catalog_id = $1 AND i.external_system = t.s AND i.external_id = t.e LIMIT 1) i
-    UNION ALL
-    SELECT 'item', i.id, i.external_system, i.external_id, i.content_hash, i.sku
-    FROM unnest($4::text[]) AS x(sku)
+    FROM unnest($2::text[]) AS x(sku)
     CROSS JOIN LATERAL (SELECT * FROM items i WHERE i.catalog_id = $1 AND i.sku = x.sku LIMIT 1) i
     UNION ALL
     SELECT 'category', c.id, NULL, NULL, NULL, c.name_key
-    FROM unnest($5::text[]) AS x(k)
+    FROM unnest($3::text[]) AS x(k)
     CROSS JOIN LATERAL (SELECT * FROM categories c WHERE c.catalog_id = $1 AND c.name_key = x.k LIMIT 1) c
     UNION ALL
     SELECT 'brand', b.id, NULL, NULL, NULL, b.name_key
-    FROM unnest($6::text[]) AS x(k)
+    FROM unnest($4::text[]) AS x(k)
     CROSS JOIN LATERAL (SELECT * FROM brands b WHERE b.catalog_id = $1 AND b.name_key = x.k LIMIT 1) b`);
 
 // The same for one item, with scalar parameters: its generic plan is as good as a custom one, so
@@ -81,18 +86,20 @@ type LookupOneRow = Partial<ItemRow> & {
 };
 
 /**
- * One round trip: the batch's existing items (by identity or SKU), categories and brands, as
- * plain rows. Each part looks its keys up one by one through a unique index (a LATERAL subquery
- * with LIMIT 1 is never turned into a hash join), so the cost follows the batch, never the
- * catalog, whatever the planner's statistics say about the catalog's size.
+ * The batch's existing items (by identity or SKU), categories and brands, as plain rows. Each
+ * part looks its keys up one by one through a unique index (a LATERAL subquery with LIMIT 1 is
+ * never turned into a hash join), so the cost follows the batch, never the catalog, whatever the
+ * planner's statistics say about the catalog's size. SKUs, categories and brands are looked up
+ * only for the items the first query did not find unchanged: a batch that changes nothing (a
+ * re-import of the same file) costs one query of one probe per item.
  */
 export async function lookup(em: EntityManager, catalogId: string, items: readonly NormalizedItem[]): Promise<Lookup> {
-  const categories = [...new Set(items.flatMap((i) => (i.category ? [nameKey(i.category.name)] : [])))];
-  const brands = [...new Set(items.flatMap((i) => (i.brand ? [nameKey(i.brand.name)] : [])))];
   const result: Lookup = { items: new Map(), skuOwners: new Map(), categories: new Map(), brands: new Map(), stored: new Map() };
   if (items.length === 1) {
     const item = items[0]!;
-    const [row] = await query<LookupOneRow>(em, LOOKUP_ONE, [catalogId, item.externalSystem, item.externalId, item.sku, categories[0] ?? null, brands[0] ?? null]);
+    const category = item.category ? nameKey(item.category.name) : null;
+    const brand = item.brand ? nameKey(item.brand.name) : null;
+    const [row] = await query<LookupOneRow>(em, LOOKUP_ONE, [catalogId, item.externalSystem, item.externalId, item.sku, category, brand]);
     if (row?.id) {
       const key = identityKey(row.external_system!, row.external_id!);
       result.items.set(key, { id: row.id, externalSystem: row.external_system!, externalId: row.external_id!, contentHash: row.content_hash!, sku: row.sku ?? null });
@@ -104,12 +111,25 @@ export async function lookup(em: EntityManager, catalogId: string, items: readon
       result.items.set(key, { id: row.owner_id, externalSystem: row.owner_s!, externalId: row.owner_e!, contentHash: row.owner_h!, sku: item.sku });
       result.skuOwners.set(item.sku!, key);
     }
-    if (row?.found_category) result.categories.set(categories[0]!, row.found_category);
-    if (row?.found_brand) result.brands.set(brands[0]!, row.found_brand);
+    if (row?.found_category) result.categories.set(category!, row.found_category);
+    if (row?.found_brand) result.brands.set(brand!, row.found_brand);
     return result;
   }
-  const skus = [...new Set(items.flatMap((i) => (i.sku === null ? [] : [i.sku])))];
-  const rows = await query<LookupRow>(em, LOOKUP, [catalogId, items.map((i) => i.externalSystem), items.map((i) => i.externalId), skus, categories, brands]);
+  const found = await query<{ ord: string; id: string; h: string; k: string | null }>(em, LOOKUP_ITEMS,
+    [catalogId, items.map((i) => i.externalSystem), items.map((i) => i.externalId)]);
+  const unchanged = new Set<NormalizedItem>();
+  for (const row of found) {
+    const item = items[Number(row.ord) - 1]!;
+    const key = identityKey(item.externalSystem, item.externalId);
+    result.items.set(key, { id: row.id, externalSystem: item.externalSystem, externalId: item.externalId, contentHash: row.h, sku: row.k });
+    if (row.k !== null) result.skuOwners.set(row.k, key);
+    if (row.h === item.contentHash) unchanged.add(item);
+  }
+  const writing = items.filter((i) => !unchanged.has(i));
+  if (writing.length === 0) return result;
+  const skus = [...new Set(writing.flatMap((i) => (i.sku === null ? [] : [i.sku])))];
+  const names = (named: 'category' | 'brand') => [...new Set(writing.flatMap((i) => (i[named] ? [nameKey(i[named].name)] : [])))];
+  const rows = await query<LookupRow>(em, LOOKUP_NAMES, [catalogId, skus, names('category'), names('brand')]);
   for (const row of rows) {
     if (row.kind === 'category') result.categories.set(row.k!, row.id);
     else if (row.kind === 'brand') result.brands.set(row.k!, row.id);
