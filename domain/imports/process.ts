@@ -6,8 +6,12 @@ import type { Orm } from '../../platform/db/orm.ts';
 import { query } from '../../platform/db/sql.ts';
 import type { Logger } from '../../platform/log/logger.ts';
 import type { ObjectStorage } from '../../platform/storage/storage.ts';
-import { prepareItem, upsertPrepared } from '../items/upsert.ts';
+import { normalizeItem } from '../items/payload.ts';
+import type { NormalizeResult } from '../items/payload.ts';
+import { identityKey, itemsByFingerprint } from '../items/store.ts';
+import { addNormalized, upsertPrepared } from '../items/upsert.ts';
 import type { PreparedItems } from '../items/upsert.ts';
+import { lineFingerprint } from './fingerprint.ts';
 import { IMPORT_LOCK_SPACE, MAX_FILE_BYTES, finishJob } from './jobs.ts';
 import { readLines, scanFile } from './line-reader.ts';
 import type { FileLine } from './line-reader.ts';
@@ -100,6 +104,8 @@ async function run(deps: ProcessDeps, job: JobRow): Promise<ProcessOutcome> {
   const offset = Number(job.resume_offset);
   const stream = await deps.storage.read(job.storage_path, offset);
   const cursor = { line: Number(job.resume_line) };
+  // Read lines ahead unless the last batch committed was mostly lines already stored (a re-import).
+  let readAhead = true;
   let committing: Promise<void> | undefined;
   const commitNext = async (batch: PreparedBatch) => {
     if (committing) {
@@ -107,7 +113,9 @@ async function run(deps: ProcessDeps, job: JobRow): Promise<ProcessOutcome> {
       if (deps.stopping?.()) throw new JobStopped();
       await deps.heartbeat?.();
     }
-    committing = commitBatch(deps, job, cursor, batch);
+    committing = commitBatch(deps, job, cursor, batch).then((found) => {
+      readAhead = found < batch.lines.length / 2;
+    });
     // Awaited before the next commit or at the end; this only keeps a failure meanwhile from
     // counting as unhandled.
     committing.catch(() => undefined);
@@ -117,11 +125,11 @@ async function run(deps: ProcessDeps, job: JobRow): Promise<ProcessOutcome> {
     for await (const line of readLines(stream, { line: Number(job.resume_line), offset })) {
       lines.push(line);
       if (lines.length === BATCH_LINES) {
-        await commitNext(await prepareBatch(lines));
+        await commitNext(await prepareBatch(lines, readAhead));
         lines = [];
       }
     }
-    if (lines.length > 0) await commitNext(await prepareBatch(lines));
+    if (lines.length > 0) await commitNext(await prepareBatch(lines, readAhead));
     await committing;
   } catch (error) {
     stream.destroy();
@@ -133,37 +141,70 @@ async function run(deps: ProcessDeps, job: JobRow): Promise<ProcessOutcome> {
   return complete(deps, job.id);
 }
 
-interface PreparedBatch {
-  readonly lines: readonly FileLine[];
-  /** The lines that were JSON objects, in order, and their items validated and normalized. */
-  readonly valueLines: readonly FileLine[];
-  readonly items: PreparedItems;
-  /** Lines that were not JSON objects. */
-  readonly lineErrors: readonly LineError[];
+/** A line read: parsed, validated and normalized, or its line error. */
+type LineItem = { ok: true; normalized: NormalizeResult } | { ok: false; error: LineError };
+
+function itemOfLine(line: FileLine): LineItem {
+  const parsed = parseLine(line);
+  return parsed.ok ? { ok: true, normalized: normalizeItem(parsed.value) } : parsed;
 }
 
-// Lines parsed between two turns of the event loop, so the batch in the database is not kept
+interface PreparedBatch {
+  readonly lines: readonly FileLine[];
+  /** Each line's fingerprint; undefined for a line too long to hold. */
+  readonly fingerprints: ReadonlyArray<string | undefined>;
+  /** Each line read ahead, by position; absent when the batch is expected to be lines already stored. */
+  readonly ahead?: readonly LineItem[];
+}
+
+// Lines handled between two turns of the event loop, so the batch in the database is not kept
 // waiting for its next statement.
 const PREPARE_SLICE = 10;
 
-/** The CPU work of a batch: parsing each line and preparing its item, yielding as it goes. */
-async function prepareBatch(lines: readonly FileLine[]): Promise<PreparedBatch> {
-  const valueLines: FileLine[] = [];
-  const lineErrors: LineError[] = [];
-  const items: PreparedItems = { entries: [], valid: [] };
+/** The CPU work of a batch ahead of its transaction: fingerprints, and reading each line if asked. */
+async function prepareBatch(lines: readonly FileLine[], readAhead: boolean): Promise<PreparedBatch> {
+  const fingerprints: Array<string | undefined> = [];
+  const ahead: LineItem[] = [];
   for (let i = 0; i < lines.length; i += 1) {
     if (i > 0 && i % PREPARE_SLICE === 0) await nextTurn();
     const line = lines[i]!;
-    const parsed = parseLine(line);
-    if (!parsed.ok) {
-      lineErrors.push(parsed.error);
-      continue;
-    }
-    prepareItem(items, parsed.value, valueLines.length);
-    valueLines.push(line);
+    fingerprints.push(line.bytes === undefined ? undefined : lineFingerprint(line.bytes));
+    if (readAhead) ahead.push(itemOfLine(line));
   }
+  return readAhead ? { lines, fingerprints, ahead } : { lines, fingerprints };
+}
+
+/**
+ * The lines of a batch that go through the upsert path, in file order. A line whose fingerprint
+ * an item carries is the line that last wrote that item: it is unchanged, and is not even parsed.
+ * Unless another line of the batch writes the same item: then it goes through the upsert path
+ * too, so the item's lines still apply in file order.
+ */
+function linesToUpsert(batch: PreparedBatch, known: Map<number, string>) {
+  const read: Array<LineItem | undefined> = batch.lines.map((line, i) => (known.has(i) ? undefined : batch.ahead?.[i] ?? itemOfLine(line)));
+  const written = new Set<string>();
+  for (const item of read) {
+    if (item?.ok && item.normalized.ok) written.add(identityKey(item.normalized.item.externalSystem, item.normalized.item.externalId));
+  }
+  for (const [i, key] of known) {
+    if (!written.has(key)) continue;
+    known.delete(i);
+    read[i] = batch.ahead?.[i] ?? itemOfLine(batch.lines[i]!);
+  }
+  const valueLines: FileLine[] = [];
+  const lineErrors: LineError[] = [];
+  const items: PreparedItems = { entries: [], valid: [] };
+  read.forEach((item, i) => {
+    if (item === undefined) return;
+    if (!item.ok) {
+      lineErrors.push(item.error);
+      return;
+    }
+    addNormalized(items, item.normalized, valueLines.length, batch.fingerprints[i]);
+    valueLines.push(batch.lines[i]!);
+  });
   items.entries.length = valueLines.length;
-  return { lines, valueLines, items, lineErrors };
+  return { valueLines, items, lineErrors, unchanged: known.size };
 }
 
 interface BatchCounts {
@@ -173,55 +214,76 @@ interface BatchCounts {
 /**
  * One transaction: the lines' upserts, their line errors, the counters and the resume cursor.
  * The counter update only applies while the job is still processing and its cursor is where this
- * run left it; otherwise the whole batch rolls back and the run stops.
+ * run left it; otherwise the whole batch rolls back and the run stops. A batch of lines already
+ * stored writes nothing but its counters: that one statement is its transaction.
+ * Returns how many lines were found already stored by their fingerprint.
  */
-async function commitBatch(deps: ProcessDeps, job: JobRow, cursor: { line: number }, batch: PreparedBatch): Promise<void> {
-  const { lines, valueLines, items } = batch;
+async function commitBatch(deps: ProcessDeps, job: JobRow, cursor: { line: number }, batch: PreparedBatch): Promise<number> {
+  const { lines } = batch;
   const last = lines.at(-1)!;
   const counts: BatchCounts = { processed: lines.length, succeeded: 0, failed: 0, unchanged: 0, created: 0, updated: 0 };
-  await deps.orm.em.fork().transactional(async (tx) => {
-    const entries = valueLines.length > 0 ? await upsertPrepared(tx, job.catalog_id, items, { dryRun: job.dry_run }) : [];
-    const batchErrors = [...batch.lineErrors];
-    entries.forEach((entry, i) => {
-      if (entry.status === 'error') {
-        const line = valueLines[i]!;
-        batchErrors.push({
-          lineNumber: line.lineNumber, externalId: entry.externalId, errorType: errorTypeOf(entry.error),
-          errorMessage: errorMessageOf(entry.error), rawLine: rawLineOf(line),
-        });
-      } else if (entry.status === 'unchanged') counts.unchanged += 1;
-      else {
-        counts.succeeded += 1;
-        if (entry.status === 'created') counts.created += 1;
-        else counts.updated += 1;
-      }
+  const em = deps.orm.em.fork();
+  // Outside the transaction: read committed, it would see no more inside one.
+  const known = await itemsByFingerprint(em, job.catalog_id, batch.fingerprints);
+  const found = known.size;
+  if (found === lines.length) {
+    counts.unchanged = found;
+    await recordBatch(em, job, cursor, last, counts, []);
+  } else {
+    await em.transactional(async (tx) => {
+      const { valueLines, items, lineErrors, unchanged } = linesToUpsert(batch, known);
+      counts.unchanged = unchanged;
+      const entries = valueLines.length > 0 ? await upsertPrepared(tx, job.catalog_id, items, { dryRun: job.dry_run }) : [];
+      const batchErrors = [...lineErrors];
+      entries.forEach((entry, i) => {
+        if (entry.status === 'error') {
+          const line = valueLines[i]!;
+          batchErrors.push({
+            lineNumber: line.lineNumber, externalId: entry.externalId, errorType: errorTypeOf(entry.error),
+            errorMessage: errorMessageOf(entry.error), rawLine: rawLineOf(line),
+          });
+        } else if (entry.status === 'unchanged') counts.unchanged += 1;
+        else {
+          counts.succeeded += 1;
+          if (entry.status === 'created') counts.created += 1;
+          else counts.updated += 1;
+        }
+      });
+      counts.failed = batchErrors.length;
+      await recordBatch(tx, job, cursor, last, counts, batchErrors);
     });
-    counts.failed = batchErrors.length;
-    const [updated] = await query<{ id: string }>(tx,
-      `WITH errors AS (
-        INSERT INTO import_errors (job_id, line_number, external_id, error_type, error_message, raw_line)
-        SELECT $1, e.l, e.x, e.t, e.m, e.r FROM jsonb_to_recordset($2::jsonb) AS e(l int, x text, t text, m text, r text)
-        ON CONFLICT (job_id, line_number) DO NOTHING
-      )
-      UPDATE import_jobs SET processed = processed + $3, succeeded = succeeded + $4, failed = failed + $5, unchanged = unchanged + $6,
-        error_count = error_count + $7, dry_run_created = dry_run_created + $8, dry_run_updated = dry_run_updated + $9,
-        resume_line = $10, resume_offset = $11, updated_at = now()
-      WHERE id = $1 AND status = 'processing' AND resume_line = $12
-      RETURNING id, set_config('synchronous_commit', 'off', true)`,
-      [
-        job.id, JSON.stringify(batchErrors.map((e) => ({ l: e.lineNumber, x: e.externalId, t: e.errorType, m: e.errorMessage, r: e.rawLine }))),
-        counts.processed, counts.succeeded, counts.failed, counts.unchanged, counts.failed,
-        job.dry_run ? counts.created : 0, job.dry_run ? counts.updated : 0, last.lineNumber, last.endOffset, cursor.line,
-      ],
-    );
-    // synchronous_commit off (set above, for this transaction only): the commit does not wait for
-    // the WAL flush. A database crash can lose only the last batches, and loses each whole with
-    // its cursor (one transaction), so the job simply redoes exactly those lines.
-    // Cancelled meanwhile, or another processor moved the cursor (this one lost its lock):
-    // throwing rolls the batch back with everything it wrote.
-    if (!updated) throw new JobStopped();
-  });
+  }
   cursor.line = last.lineNumber;
+  return found;
+}
+
+/**
+ * The batch's line errors, counters and resume cursor, in the batch's transaction. Throws
+ * JobStopped, rolling the batch back with everything it wrote, when the job was cancelled
+ * meanwhile or another processor moved the cursor (this one lost its lock).
+ */
+async function recordBatch(em: EntityManager, job: JobRow, cursor: { line: number }, last: FileLine, counts: BatchCounts, batchErrors: readonly LineError[]): Promise<void> {
+  const [updated] = await query<{ id: string }>(em,
+    `WITH errors AS (
+      INSERT INTO import_errors (job_id, line_number, external_id, error_type, error_message, raw_line)
+      SELECT $1, e.l, e.x, e.t, e.m, e.r FROM jsonb_to_recordset($2::jsonb) AS e(l int, x text, t text, m text, r text)
+      ON CONFLICT (job_id, line_number) DO NOTHING
+    )
+    UPDATE import_jobs SET processed = processed + $3, succeeded = succeeded + $4, failed = failed + $5, unchanged = unchanged + $6,
+      error_count = error_count + $7, dry_run_created = dry_run_created + $8, dry_run_updated = dry_run_updated + $9,
+      resume_line = $10, resume_offset = $11, updated_at = now()
+    WHERE id = $1 AND status = 'processing' AND resume_line = $12
+    RETURNING id, set_config('synchronous_commit', 'off', true)`,
+    [
+      job.id, JSON.stringify(batchErrors.map((e) => ({ l: e.lineNumber, x: e.externalId, t: e.errorType, m: e.errorMessage, r: e.rawLine }))),
+      counts.processed, counts.succeeded, counts.failed, counts.unchanged, counts.failed,
+      job.dry_run ? counts.created : 0, job.dry_run ? counts.updated : 0, last.lineNumber, last.endOffset, cursor.line,
+    ],
+  );
+  // synchronous_commit off (set above, for this transaction only): the commit does not wait for
+  // the WAL flush. A database crash can lose only the last batches, and loses each whole with
+  // its cursor (one transaction), so the job simply redoes exactly those lines.
+  if (!updated) throw new JobStopped();
 }
 
 /** processing → completed | completed_with_errors | failed (every line failed), with its event. */

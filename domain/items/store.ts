@@ -142,10 +142,30 @@ export async function lookup(em: EntityManager, catalogId: string, items: readon
   return result;
 }
 
+// Import lines already stored: the item, if any, whose last write came from a line with this
+// fingerprint. At most one item can carry a fingerprint (a line names one identity).
+const BY_FINGERPRINT = prepared(`
+    SELECT t.ord, i.external_system AS s, i.external_id AS e
+    FROM unnest($2::text[]) WITH ORDINALITY AS t(f, ord)
+    CROSS JOIN LATERAL (SELECT i.external_system, i.external_id FROM items i
+      WHERE i.catalog_id = $1 AND i.import_fingerprint = decode(t.f, 'hex') LIMIT 1) i`);
+
+/**
+ * Of `fingerprints` (hex; undefined for a line without one), those an item of the catalog
+ * carries: by position, the identity key of that item. Such a line is exactly the one that last
+ * wrote its item, so upserting it again would find it unchanged.
+ */
+export async function itemsByFingerprint(em: EntityManager, catalogId: string, fingerprints: ReadonlyArray<string | undefined>): Promise<Map<number, string>> {
+  const rows = await query<{ ord: string; s: string; e: string }>(em, BY_FINGERPRINT, [catalogId, fingerprints.map((f) => f ?? null)]);
+  return new Map(rows.map((row) => [Number(row.ord) - 1, identityKey(row.s, row.e)]));
+}
+
 export interface WriteCandidate {
   /** Pre-generated UUIDv7, used when the row is created. */
   id: string;
   item: NormalizedItem;
+  /** Hex fingerprint of the import line (domain/imports/fingerprint.ts); absent for API writes. */
+  fingerprint?: string;
 }
 
 export interface WrittenRow {
@@ -194,14 +214,14 @@ function writeStatement(full: boolean): string {
     ), input AS (
       SELECT * FROM jsonb_to_recordset($4::jsonb) AS x(ord int, id uuid, ev uuid, at text, s text, e text, sku text,
         name text, description text, price numeric, cost numeric, weight numeric, gtin13 text, ncm text,
-        ck text, cid uuid, bk text, bid uuid, tags jsonb, metadata jsonb, media jsonb, ts boolean, h text)
+        ck text, cid uuid, bk text, bid uuid, tags jsonb, metadata jsonb, media jsonb, ts boolean, h text, f text)
     ), written AS (
       INSERT INTO items AS i (id, catalog_id, external_system, external_id, sku, name, description, price, cost,
-        weight, gtin13, ncm, category_id, brand_id, tags, metadata, media, track_stock, content_hash)
+        weight, gtin13, ncm, category_id, brand_id, tags, metadata, media, track_stock, content_hash, import_fingerprint)
       SELECT x.id, $1, x.s, x.e, x.sku, x.name, x.description, x.price, x.cost, x.weight, x.gtin13, x.ncm,
         coalesce(x.cid, (SELECT n.id FROM new_categories n WHERE n.name_key = x.ck)),
         coalesce(x.bid, (SELECT n.id FROM new_brands n WHERE n.name_key = x.bk)),
-        ARRAY(SELECT jsonb_array_elements_text(x.tags)), x.metadata, x.media, x.ts, x.h
+        ARRAY(SELECT jsonb_array_elements_text(x.tags)), x.metadata, x.media, x.ts, x.h, decode(x.f, 'hex')
       FROM input x
       ORDER BY x.ord
       ON CONFLICT (catalog_id, external_system, external_id) DO UPDATE SET
@@ -209,7 +229,7 @@ function writeStatement(full: boolean): string {
         cost = excluded.cost, weight = excluded.weight, gtin13 = excluded.gtin13, ncm = excluded.ncm,
         category_id = excluded.category_id, brand_id = excluded.brand_id, tags = excluded.tags,
         metadata = excluded.metadata, media = excluded.media, track_stock = excluded.track_stock,
-        content_hash = excluded.content_hash, updated_at = now()
+        content_hash = excluded.content_hash, import_fingerprint = excluded.import_fingerprint, updated_at = now()
         WHERE i.content_hash <> excluded.content_hash
       RETURNING i.*, (i.xmax = 0) AS inserted
     ), events AS (
@@ -253,7 +273,7 @@ const WRITE_ITEMS_RETURNING_STORED = prepared(writeStatement(true));
  */
 export async function writeItems(em: EntityManager, catalogId: string, candidates: readonly WriteCandidate[], names: Names, stored: boolean): Promise<WrittenRow[]> {
   const now = new Date().toISOString();
-  const input = JSON.stringify(candidates.map(({ id, item }, ord) => {
+  const input = JSON.stringify(candidates.map(({ id, item, fingerprint }, ord) => {
     const categoryKey = item.category ? nameKey(item.category.name) : null;
     const brandKey = item.brand ? nameKey(item.brand.name) : null;
     return {
@@ -264,7 +284,7 @@ export async function writeItems(em: EntityManager, catalogId: string, candidate
       bk: brandKey, bid: brandKey === null ? null : names.brands.get(brandKey) ?? null,
       tags: item.tags, metadata: item.metadata,
       media: item.media.map((m) => ({ url: m.url, role: m.role, sortOrder: m.sortOrder, sourceUrlHash: m.sourceUrlHash })),
-      ts: item.trackStock, h: item.contentHash,
+      ts: item.trackStock, h: item.contentHash, f: fingerprint ?? null,
     };
   }));
   return query<WrittenRow>(em, stored ? WRITE_ITEMS_RETURNING_STORED : WRITE_ITEMS,

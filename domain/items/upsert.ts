@@ -6,7 +6,7 @@ import { ProductError, conflict, validationError } from '../errors.ts';
 import type { ErrorDetail } from '../errors.ts';
 import { registerMedia } from '../media/register.ts';
 import { normalizeItem } from './payload.ts';
-import type { NormalizedItem } from './payload.ts';
+import type { NormalizeResult, NormalizedItem } from './payload.ts';
 import { identityKey, lookup, nameKey, writeItems } from './store.ts';
 import type { Lookup, NewName, StoredRow, WriteCandidate, WrittenRow } from './store.ts';
 import type { ItemRow } from './view.ts';
@@ -31,23 +31,30 @@ export interface UpsertOptions {
 
 const UNIQUE_VIOLATION = '23505';
 
+/** A valid input, normalized. */
+export interface ValidInput {
+  readonly index: number;
+  readonly item: NormalizedItem;
+  /** The import line's fingerprint (domain/imports/fingerprint.ts), stored with the item when written. */
+  readonly fingerprint?: string;
+}
+
 /** Inputs validated and normalized, ready for the database: no I/O went into them. */
 export interface PreparedItems {
   /** The failed inputs' entries at their index; upsertPrepared fills in the others. */
   readonly entries: UpsertEntry[];
-  readonly valid: Array<{ index: number; item: NormalizedItem }>;
+  readonly valid: ValidInput[];
 }
 
-/** The CPU half of an upsert for one input: validation and normalization, with the content hash. */
-export function prepareItem(into: PreparedItems, input: unknown, index: number, options: Pick<UpsertOptions, 'pathPrefix'> = {}): void {
-  const normalized = normalizeItem(input, options.pathPrefix?.(index) ?? '');
-  if (normalized.ok) into.valid.push({ index, item: normalized.item });
+/** Adds an input's validation and normalization (with the content hash), the CPU half of its upsert. */
+export function addNormalized(into: PreparedItems, normalized: NormalizeResult, index: number, fingerprint?: string): void {
+  if (normalized.ok) into.valid.push(fingerprint === undefined ? { index, item: normalized.item } : { index, item: normalized.item, fingerprint });
   else into.entries[index] = { index, status: 'error', externalId: normalized.externalId ?? null, error: invalid(normalized.details) };
 }
 
 export function prepareItems(inputs: readonly unknown[], options: Pick<UpsertOptions, 'pathPrefix'> = {}): PreparedItems {
   const prepared: PreparedItems = { entries: new Array(inputs.length), valid: [] };
-  inputs.forEach((input, index) => prepareItem(prepared, input, index, options));
+  inputs.forEach((input, index) => addNormalized(prepared, normalizeItem(input, options.pathPrefix?.(index) ?? ''), index));
   return prepared;
 }
 
@@ -72,8 +79,8 @@ export async function upsertPrepared(em: EntityManager, catalogId: string, prepa
   return entries;
 }
 
-function rounds(valid: ReadonlyArray<{ index: number; item: NormalizedItem }>): Array<Array<{ index: number; item: NormalizedItem }>> {
-  const result: Array<Array<{ index: number; item: NormalizedItem }>> = [];
+function rounds(valid: readonly ValidInput[]): ValidInput[][] {
+  const result: ValidInput[][] = [];
   const seen = new Map<string, number>();
   for (const entry of valid) {
     const key = identityKey(entry.item.externalSystem, entry.item.externalId);
@@ -87,14 +94,14 @@ function rounds(valid: ReadonlyArray<{ index: number; item: NormalizedItem }>): 
 async function upsertRound(
   em: EntityManager,
   catalogId: string,
-  round: Array<{ index: number; item: NormalizedItem }>,
+  round: readonly ValidInput[],
   options: UpsertOptions,
 ): Promise<UpsertEntry[]> {
   const found = await lookup(em, catalogId, round.map((r) => r.item));
   const results: UpsertEntry[] = [];
   const candidates: Array<{ index: number; candidate: WriteCandidate }> = [];
   const claimedSkus = new Map<string, string>();
-  for (const { index, item } of round) {
+  for (const { index, item, fingerprint } of round) {
     const key = identityKey(item.externalSystem, item.externalId);
     const existing = found.items.get(key);
     if (existing && existing.contentHash === item.contentHash) {
@@ -114,7 +121,7 @@ async function upsertRound(
       results.push({ index, status: existing ? 'updated' : 'created', serviceId: existing?.id ?? uuidv7(), item });
       continue;
     }
-    candidates.push({ index, candidate: { id: existing?.id ?? uuidv7(), item } });
+    candidates.push({ index, candidate: { id: existing?.id ?? uuidv7(), item, ...(fingerprint === undefined ? {} : { fingerprint }) } });
   }
   if (candidates.length === 0) return results;
   try {

@@ -42,6 +42,8 @@ export const Item = defineEntity({
     trackStock: p.boolean(),
     onHand: p.integer(),
     contentHash: p.text(),
+    /** SHA-256 of the import line that last wrote the item; null once an upsert request wrote it. */
+    importFingerprint: p.blob().nullable(),
     createdAt: p.datetime().onCreate(() => new Date()),
     updatedAt: p.datetime().onCreate(() => new Date()),
   },

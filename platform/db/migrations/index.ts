@@ -5,6 +5,7 @@ import { Webhooks } from './0003-webhooks.ts';
 import { Imports } from './0004-imports.ts';
 import { RateLimitStatement } from './0005-rate-limit-statement.ts';
 import { RateLimitGroups } from './0006-rate-limit-groups.ts';
+import { ImportFingerprints } from './0007-import-fingerprints.ts';
 
 export const migrations: MigrationObject[] = [
   { name: '0001-initial-schema', class: InitialSchema },
@@ -12,4 +13,5 @@ export const migrations: MigrationObject[] = [
   { name: '0004-imports', class: Imports },
   { name: '0005-rate-limit-statement', class: RateLimitStatement },
   { name: '0006-rate-limit-groups', class: RateLimitGroups },
+  { name: '0007-import-fingerprints', class: ImportFingerprints },
 ];
