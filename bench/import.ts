@@ -16,6 +16,7 @@ import type { ImportJob } from '../generated/client.ts';
 import { normalizeItem } from '../domain/items/payload.ts';
 import type { NormalizedItem } from '../domain/items/payload.ts';
 import { ensureKafka } from '../scripts/kafka.ts';
+import { silenceKafkajsTimerWarning } from '../platform/kafka/kafkajs-quirks.ts';
 import { allTopicNames } from '../platform/kafka/topics.ts';
 
 const LINES = Number(process.env.BENCH_LINES ?? 200_000);
@@ -181,6 +182,7 @@ try {
   })));
   rmSync(work, { recursive: true, force: true });
   if (brokerList.length > 0) {
+    silenceKafkajsTimerWarning();
     const admin = new Kafka({ brokers: brokerList, logLevel: logLevel.NOTHING }).admin();
     await admin.connect();
     await admin.deleteTopics({ topics: allTopicNames(TOPIC_PREFIX) }).catch(() => undefined);

@@ -107,18 +107,26 @@ async function run(deps: ProcessDeps, job: JobRow): Promise<ProcessOutcome> {
   // Read lines ahead unless the last batch committed was mostly lines already stored (a re-import).
   let readAhead = true;
   let committing: Promise<void> | undefined;
+  // Settles once the batch in flight will write no more items: when all its lines proved stored
+  // already, or when it committed. From then on the next batch's fingerprints can be looked up,
+  // while the batch in flight still records its counters.
+  let itemsSettled: Promise<unknown> = Promise.resolve();
   const commitNext = async (batch: PreparedBatch) => {
+    const known = itemsSettled.then(() => itemsByFingerprint(deps.orm.em.fork(), job.catalog_id, batch.fingerprints));
+    // Awaited by the commit, which may never start (a stop); this only keeps a failure meanwhile
+    // from counting as unhandled. The same for `committing` below.
+    known.catch(() => undefined);
     if (committing) {
       await committing;
       if (deps.stopping?.()) throw new JobStopped();
       await deps.heartbeat?.();
     }
-    committing = commitBatch(deps, job, cursor, batch).then((found) => {
+    const commit = commitBatch(deps, job, cursor, batch, known).then((found) => {
       readAhead = found < batch.lines.length / 2;
     });
-    // Awaited before the next commit or at the end; this only keeps a failure meanwhile from
-    // counting as unhandled.
+    committing = commit;
     committing.catch(() => undefined);
+    itemsSettled = known.then((found) => (found.size === batch.lines.length ? undefined : commit)).catch(() => undefined);
   };
   let lines: FileLine[] = [];
   try {
@@ -215,16 +223,19 @@ interface BatchCounts {
  * One transaction: the lines' upserts, their line errors, the counters and the resume cursor.
  * The counter update only applies while the job is still processing and its cursor is where this
  * run left it; otherwise the whole batch rolls back and the run stops. A batch of lines already
- * stored writes nothing but its counters: that one statement is its transaction.
- * Returns how many lines were found already stored by their fingerprint.
+ * stored writes nothing but its counters: that one statement is its transaction. `knownLines`
+ * are the batch's lines found stored already (itemsByFingerprint). Returns how many there were.
  */
-async function commitBatch(deps: ProcessDeps, job: JobRow, cursor: { line: number }, batch: PreparedBatch): Promise<number> {
+async function commitBatch(
+  deps: ProcessDeps, job: JobRow, cursor: { line: number }, batch: PreparedBatch, knownLines: Promise<Map<number, string>>,
+): Promise<number> {
   const { lines } = batch;
   const last = lines.at(-1)!;
   const counts: BatchCounts = { processed: lines.length, succeeded: 0, failed: 0, unchanged: 0, created: 0, updated: 0 };
   const em = deps.orm.em.fork();
-  // Outside the transaction: read committed, it would see no more inside one.
-  const known = await itemsByFingerprint(em, job.catalog_id, batch.fingerprints);
+  // Looked up outside the transaction (read committed, it would see no more inside one), once
+  // no earlier batch could still change an item.
+  const known = await knownLines;
   const found = known.size;
   if (found === lines.length) {
     counts.unchanged = found;
