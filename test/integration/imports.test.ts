@@ -220,6 +220,14 @@ test('a re-import skips the lines it stored, by their exact bytes, yet applies a
   const updated = (await events(tenant.catalogId, 'item.updated')).map((e) => e.resourceId);
   assert.deepEqual(updated, ['R-X', 'R-150', 'R-150', 'R-X', 'R-X']);
 
+  // A dry run counts known lines as unchanged and writes nothing, not even a fingerprint.
+  const fingerprints = async () => (await sql.query(
+    'SELECT external_id, xmin::text, encode(import_fingerprint, \'hex\') AS f FROM items WHERE catalog_id = $1 ORDER BY external_id', [tenant.catalogId])).rows;
+  const before = await fingerprints();
+  const dry = await runImport(opts(tenant), file, { dryRun: true });
+  assert.deepEqual(dry.dryRunSummary, { created: 0, updated: 1, unchanged: 299, failed: 0 });
+  assert.deepEqual(await fingerprints(), before);
+
   // The same bytes mean nothing in another catalog.
   const other = await service.newTenant();
   assert.deepEqual((await runImport(opts(other), file)).counts, { total: 300, processed: 300, succeeded: 300, failed: 0, unchanged: 0 });
