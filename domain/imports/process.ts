@@ -188,15 +188,16 @@ async function prepareBatch(lines: readonly FileLine[], readAhead: boolean): Pro
  * Unless another line of the batch writes the same item: then it goes through the upsert path
  * too, so the item's lines still apply in file order.
  */
-function linesToUpsert(batch: PreparedBatch, known: Map<number, string>) {
+function linesToUpsert(batch: PreparedBatch, known: ReadonlyMap<number, string>) {
   const read: Array<LineItem | undefined> = batch.lines.map((line, i) => (known.has(i) ? undefined : batch.ahead?.[i] ?? itemOfLine(line)));
   const written = new Set<string>();
   for (const item of read) {
     if (item?.ok && item.normalized.ok) written.add(identityKey(item.normalized.item.externalSystem, item.normalized.item.externalId));
   }
+  let unchanged = known.size;
   for (const [i, key] of known) {
     if (!written.has(key)) continue;
-    known.delete(i);
+    unchanged -= 1;
     read[i] = batch.ahead?.[i] ?? itemOfLine(batch.lines[i]!);
   }
   const valueLines: FileLine[] = [];
@@ -212,7 +213,7 @@ function linesToUpsert(batch: PreparedBatch, known: Map<number, string>) {
     valueLines.push(batch.lines[i]!);
   });
   items.entries.length = valueLines.length;
-  return { valueLines, items, lineErrors, unchanged: known.size };
+  return { valueLines, items, lineErrors, unchanged };
 }
 
 interface BatchCounts {
@@ -227,7 +228,7 @@ interface BatchCounts {
  * are the batch's lines found stored already (itemsByFingerprint). Returns how many there were.
  */
 async function commitBatch(
-  deps: ProcessDeps, job: JobRow, cursor: { line: number }, batch: PreparedBatch, knownLines: Promise<Map<number, string>>,
+  deps: ProcessDeps, job: JobRow, cursor: { line: number }, batch: PreparedBatch, knownLines: Promise<ReadonlyMap<number, string>>,
 ): Promise<number> {
   const { lines } = batch;
   const last = lines.at(-1)!;

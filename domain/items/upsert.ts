@@ -52,7 +52,7 @@ export function addNormalized(into: PreparedItems, normalized: NormalizeResult, 
   else into.entries[index] = { index, status: 'error', externalId: normalized.externalId ?? null, error: invalid(normalized.details) };
 }
 
-export function prepareItems(inputs: readonly unknown[], options: Pick<UpsertOptions, 'pathPrefix'> = {}): PreparedItems {
+function prepareItems(inputs: readonly unknown[], options: Pick<UpsertOptions, 'pathPrefix'> = {}): PreparedItems {
   const prepared: PreparedItems = { entries: new Array(inputs.length), valid: [] };
   inputs.forEach((input, index) => addNormalized(prepared, normalizeItem(input, options.pathPrefix?.(index) ?? ''), index));
   return prepared;
