@@ -23,7 +23,7 @@ export interface Lookup {
   skuOwners: Map<string, string>;
   categories: Map<string, string>;
   brands: Map<string, string>;
-  /** The stored items whole, by identity key: filled when the lookup is for one item. */
+  /** The stored items whole, by identity key: filled when the lookup is for one item or asked for. */
   stored: Map<string, ItemRow>;
 }
 
@@ -48,6 +48,13 @@ const LOOKUP_ITEMS = prepared(`
     FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS t(s, e, ord)
     CROSS JOIN LATERAL (SELECT i.id, i.content_hash, i.sku FROM items i
       WHERE i.catalog_id = $1 AND i.external_system = t.s AND i.external_id = t.e LIMIT 1) i`);
+
+// The same, returning the stored items whole, for callers that answer with them (single
+// upserts sharing a statement, domain/items/single-upserts.ts).
+const LOOKUP_ITEMS_STORED = prepared(`
+    SELECT t.ord, v.*
+    FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS t(s, e, ord)
+    CROSS JOIN LATERAL (${ITEM_SELECT} WHERE i.catalog_id = $1 AND i.external_system = t.s AND i.external_id = t.e LIMIT 1) v`);
 
 // What writing needs besides: the owners of the SKUs, and the categories and brands by name key.
 const LOOKUP_NAMES = prepared(`
@@ -93,7 +100,7 @@ type LookupOneRow = Partial<ItemRow> & {
  * only for the items the first query did not find unchanged: a batch that changes nothing (a
  * re-import of the same file) costs one query of one probe per item.
  */
-export async function lookup(em: EntityManager, catalogId: string, items: readonly NormalizedItem[]): Promise<Lookup> {
+export async function lookup(em: EntityManager, catalogId: string, items: readonly NormalizedItem[], stored = false): Promise<Lookup> {
   const result: Lookup = { items: new Map(), skuOwners: new Map(), categories: new Map(), brands: new Map(), stored: new Map() };
   if (items.length === 1) {
     const item = items[0]!;
@@ -115,15 +122,19 @@ export async function lookup(em: EntityManager, catalogId: string, items: readon
     if (row?.found_brand) result.brands.set(brand!, row.found_brand);
     return result;
   }
-  const found = await query<{ ord: string; id: string; h: string; k: string | null }>(em, LOOKUP_ITEMS,
-    [catalogId, items.map((i) => i.externalSystem), items.map((i) => i.externalId)]);
+  const identities = [catalogId, items.map((i) => i.externalSystem), items.map((i) => i.externalId)];
+  const found = stored
+    ? (await query<ItemRow & { ord: string }>(em, LOOKUP_ITEMS_STORED, identities))
+      .map((row) => ({ ord: row.ord, id: row.id, h: row.content_hash, k: row.sku, row }))
+    : await query<{ ord: string; id: string; h: string; k: string | null; row?: ItemRow }>(em, LOOKUP_ITEMS, identities);
   const unchanged = new Set<NormalizedItem>();
-  for (const row of found) {
-    const item = items[Number(row.ord) - 1]!;
+  for (const { ord, id, h, k, row } of found) {
+    const item = items[Number(ord) - 1]!;
     const key = identityKey(item.externalSystem, item.externalId);
-    result.items.set(key, { id: row.id, externalSystem: item.externalSystem, externalId: item.externalId, contentHash: row.h, sku: row.k });
-    if (row.k !== null) result.skuOwners.set(row.k, key);
-    if (row.h === item.contentHash) unchanged.add(item);
+    result.items.set(key, { id, externalSystem: item.externalSystem, externalId: item.externalId, contentHash: h, sku: k });
+    if (row) result.stored.set(key, row);
+    if (k !== null) result.skuOwners.set(k, key);
+    if (h === item.contentHash) unchanged.add(item);
   }
   const writing = items.filter((i) => !unchanged.has(i));
   if (writing.length === 0) return result;

@@ -97,7 +97,7 @@ async function upsertRound(
   round: readonly ValidInput[],
   options: UpsertOptions,
 ): Promise<UpsertEntry[]> {
-  const found = await lookup(em, catalogId, round.map((r) => r.item));
+  const found = await lookup(em, catalogId, round.map((r) => r.item), options.returnStored);
   const results: UpsertEntry[] = [];
   const candidates: Array<{ index: number; candidate: WriteCandidate }> = [];
   const claimedSkus = new Map<string, string>();

@@ -1,12 +1,12 @@
 // POST /items/upsert: 201 when created, 200 when updated or unchanged, with the stored item.
 import { getItem } from '../../domain/items/read.ts';
-import { upsertItems } from '../../domain/items/upsert.ts';
+import { upsertOne } from '../../domain/items/single-upserts.ts';
 import { itemView } from '../../domain/items/view.ts';
 import type { Handler } from '../../platform/http/types.ts';
 
 export const upsertItem: Handler = async ({ em, auth, body }) => {
-  const [entry] = await upsertItems(em, auth.catalogId, [body], { returnStored: true });
-  if (!entry || entry.status === 'error') throw entry!.error;
+  const entry = await upsertOne(em, auth.catalogId, body);
+  if (entry.status === 'error') throw entry.error;
   // The write returns the stored item; it is read back only after a lost race.
   const item = entry.stored ? itemView(entry.stored) : await getItem(em, auth.catalogId, entry.item.externalSystem, entry.item.externalId);
   return {

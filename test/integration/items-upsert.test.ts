@@ -185,3 +185,55 @@ test('the same new item sent concurrently is created once; the others see it', a
   assert.ok(outcomes.every((o) => o === 'created' || o === 'unchanged'), outcomes.join(','));
   assert.equal((await sql.query("SELECT count(*) AS n FROM items WHERE external_id = 'SAME-1'")).rows[0].n, '1');
 });
+
+test('concurrent upserts share statements, yet each gets the answer it would get alone', async () => {
+  const item = (id: string, overrides: Partial<ItemPayload> = {}) =>
+    mug({ externalId: id, sku: id, media: [], category: { name: 'Grouped' }, ...overrides });
+  for (let i = 0; i < 10; i += 1) expectData(await api.upsertItem(item(`GROUP-${i}`), opts()), 201);
+  const other = await service.newTenant();
+  const requests = [
+    ...Array.from({ length: 10 }, (_, i) => api.upsertItem(item(`GROUP-NEW-${i}`), opts())),
+    ...Array.from({ length: 5 }, (_, i) => api.upsertItem(item(`GROUP-${i}`), opts())),
+    ...Array.from({ length: 5 }, (_, i) => api.upsertItem(item(`GROUP-${i + 5}`, { price: 99 }), opts())),
+    api.upsertItem(item('GROUP-BAD', { gtin13: '4006381333932' }), opts()),
+    api.upsertItem(item('GROUP-CLAIM-A', { sku: 'GROUP-CLAIMED' }), opts()),
+    api.upsertItem(item('GROUP-CLAIM-B', { sku: 'GROUP-CLAIMED' }), opts()),
+    api.upsertItem(item('GROUP-NEW-0'), clientOptions(service.url, other.key)),
+  ];
+  const answers = await Promise.all(requests);
+  const outcome = (i: number) => {
+    const answer = answers[i]!;
+    return answer.status === 200 || answer.status === 201 ? `${answer.status} ${answer.data.data.outcome}` : `${answer.status} ${answer.data.error.code}`;
+  };
+  assert.deepEqual(answers.slice(0, 20).map((_, i) => outcome(i)), [
+    ...Array<string>(10).fill('201 created'), ...Array<string>(5).fill('200 unchanged'), ...Array<string>(5).fill('200 updated'),
+  ]);
+  assert.equal(outcome(20), '400 validation_error');
+  assert.deepEqual(expectStatus(answers[20]!, 400).error.details?.map((d) => d.path), ['gtin13']);
+  assert.deepEqual([outcome(21), outcome(22)].sort(), ['201 created', '409 conflict']);
+  assert.equal(outcome(23), '201 created', 'another catalog has its own identities');
+
+  // Every answer carries its own item, as a read returns it now.
+  for (const [i, answer] of answers.slice(0, 20).entries()) {
+    const data = expectData(answer, i < 10 ? 201 : 200);
+    const externalId = i < 10 ? `GROUP-NEW-${i}` : `GROUP-${i - 10}`;
+    assert.equal(data.item.externalId, externalId);
+    assert.deepEqual(data.item, expectData(await api.getItem('erp', externalId, opts()), 200));
+  }
+  const rows = async (pattern: string) => (await sql.query(
+    'SELECT external_id, xmin::text AS xmin FROM items WHERE catalog_id = $1 AND external_id LIKE $2', [tenant.catalogId, pattern])).rows;
+  assert.equal((await rows('GROUP-BAD')).length, 0, 'the invalid item is not stored');
+  assert.equal((await rows('GROUP-CLAIM-%')).length, 1, 'one item holds the SKU');
+  // Items created by one statement carry the same transaction id: the requests were grouped.
+  const created = await rows('GROUP-NEW-%');
+  assert.equal(created.length, 10);
+  assert.ok(new Set(created.map((r) => r.xmin)).size < 10, `transactions: ${created.map((r) => r.xmin).join(',')}`);
+  // One event per write, none for the unchanged.
+  const events = (await sql.query(`SELECT key, payload::jsonb ->> 'type' AS type FROM outbox
+    WHERE key LIKE 'GROUP-%' AND payload::jsonb ->> 'catalogId' = $1`, [tenant.catalogId])).rows;
+  const typesOf = (key: string) => events.filter((e) => e.key === key).map((e) => e.type);
+  for (let i = 0; i < 10; i += 1) {
+    assert.deepEqual(typesOf(`GROUP-NEW-${i}`), ['item.created']);
+    assert.deepEqual(typesOf(`GROUP-${i}`), i < 5 ? ['item.created'] : ['item.created', 'item.updated'], `GROUP-${i}`);
+  }
+});
