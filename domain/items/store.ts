@@ -49,13 +49,6 @@ const LOOKUP_ITEMS = prepared(`
     CROSS JOIN LATERAL (SELECT i.id, i.content_hash, i.sku FROM items i
       WHERE i.catalog_id = $1 AND i.external_system = t.s AND i.external_id = t.e LIMIT 1) i`);
 
-// The same, returning the stored items whole, for callers that answer with them (single
-// upserts sharing a statement, domain/items/single-upserts.ts).
-const LOOKUP_ITEMS_STORED = prepared(`
-    SELECT t.ord, v.*
-    FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS t(s, e, ord)
-    CROSS JOIN LATERAL (${ITEM_SELECT} WHERE i.catalog_id = $1 AND i.external_system = t.s AND i.external_id = t.e LIMIT 1) v`);
-
 // What writing needs besides: the owners of the SKUs, and the categories and brands by name key.
 const LOOKUP_NAMES = prepared(`
     SELECT 'item' AS kind, i.id, i.external_system AS s, i.external_id AS e, i.content_hash AS h, i.sku AS k
@@ -83,6 +76,19 @@ const LOOKUP_ONE = prepared(`
     LEFT JOIN LATERAL (SELECT o.id, o.external_system, o.external_id, o.content_hash FROM items o
       WHERE o.catalog_id = $1 AND o.sku = $4) o ON true`);
 
+// The same for several items in one round trip (single upserts sent together,
+// domain/items/single-upserts.ts). An item found with the hash its input has will not be
+// written, so its SKU owner, category and brand are not looked up: the condition on the outer
+// row alone makes each of those subqueries a one-time filter, skipped before any index probe.
+const LOOKUP_MANY = prepared(`
+    SELECT t.ord, v.*, o.id AS owner_id, o.external_system AS owner_s, o.external_id AS owner_e, o.content_hash AS owner_h,
+      (SELECT c.id FROM categories c WHERE v.content_hash IS DISTINCT FROM t.h AND c.catalog_id = $1 AND c.name_key = t.ck) AS found_category,
+      (SELECT b.id FROM brands b WHERE v.content_hash IS DISTINCT FROM t.h AND b.catalog_id = $1 AND b.name_key = t.bk) AS found_brand
+    FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[]) WITH ORDINALITY AS t(s, e, h, sku, ck, bk, ord)
+    LEFT JOIN LATERAL (${ITEM_SELECT} WHERE i.catalog_id = $1 AND i.external_system = t.s AND i.external_id = t.e LIMIT 1) v ON true
+    LEFT JOIN LATERAL (SELECT o.id, o.external_system, o.external_id, o.content_hash FROM items o
+      WHERE v.content_hash IS DISTINCT FROM t.h AND o.catalog_id = $1 AND o.sku = t.sku LIMIT 1) o ON true`);
+
 type LookupOneRow = Partial<ItemRow> & {
   owner_id: string | null;
   owner_s: string | null;
@@ -92,49 +98,60 @@ type LookupOneRow = Partial<ItemRow> & {
   found_brand: string | null;
 };
 
+/** Adds what LOOKUP_ONE or LOOKUP_MANY found for `item` to `result`. */
+function addFound(result: Lookup, item: NormalizedItem, row: LookupOneRow): void {
+  if (row.id) {
+    const key = identityKey(row.external_system!, row.external_id!);
+    result.items.set(key, { id: row.id, externalSystem: row.external_system!, externalId: row.external_id!, contentHash: row.content_hash!, sku: row.sku ?? null });
+    result.stored.set(key, row as ItemRow);
+    if (row.sku) result.skuOwners.set(row.sku, key);
+  }
+  if (row.owner_id) {
+    const key = identityKey(row.owner_s!, row.owner_e!);
+    result.items.set(key, { id: row.owner_id, externalSystem: row.owner_s!, externalId: row.owner_e!, contentHash: row.owner_h!, sku: item.sku });
+    result.skuOwners.set(item.sku!, key);
+  }
+  if (row.found_category) result.categories.set(nameKey(item.category!.name), row.found_category);
+  if (row.found_brand) result.brands.set(nameKey(item.brand!.name), row.found_brand);
+}
+
 /**
  * The batch's existing items (by identity or SKU), categories and brands, as plain rows. Each
  * part looks its keys up one by one through a unique index (a LATERAL subquery with LIMIT 1 is
  * never turned into a hash join), so the cost follows the batch, never the catalog, whatever the
  * planner's statistics say about the catalog's size. SKUs, categories and brands are looked up
  * only for the items the first query did not find unchanged: a batch that changes nothing (a
- * re-import of the same file) costs one query of one probe per item.
+ * re-import of the same file) costs one query of one probe per item. With `stored` (callers that
+ * answer with the stored items) the lookup is one query whatever the outcomes, returning the
+ * items whole.
  */
 export async function lookup(em: EntityManager, catalogId: string, items: readonly NormalizedItem[], stored = false): Promise<Lookup> {
   const result: Lookup = { items: new Map(), skuOwners: new Map(), categories: new Map(), brands: new Map(), stored: new Map() };
+  const nameKeyOf = (named: { name: string } | null) => (named ? nameKey(named.name) : null);
   if (items.length === 1) {
     const item = items[0]!;
-    const category = item.category ? nameKey(item.category.name) : null;
-    const brand = item.brand ? nameKey(item.brand.name) : null;
-    const [row] = await query<LookupOneRow>(em, LOOKUP_ONE, [catalogId, item.externalSystem, item.externalId, item.sku, category, brand]);
-    if (row?.id) {
-      const key = identityKey(row.external_system!, row.external_id!);
-      result.items.set(key, { id: row.id, externalSystem: row.external_system!, externalId: row.external_id!, contentHash: row.content_hash!, sku: row.sku ?? null });
-      result.stored.set(key, row as ItemRow);
-      if (row.sku) result.skuOwners.set(row.sku, key);
-    }
-    if (row?.owner_id) {
-      const key = identityKey(row.owner_s!, row.owner_e!);
-      result.items.set(key, { id: row.owner_id, externalSystem: row.owner_s!, externalId: row.owner_e!, contentHash: row.owner_h!, sku: item.sku });
-      result.skuOwners.set(item.sku!, key);
-    }
-    if (row?.found_category) result.categories.set(category!, row.found_category);
-    if (row?.found_brand) result.brands.set(brand!, row.found_brand);
+    const [row] = await query<LookupOneRow>(em, LOOKUP_ONE,
+      [catalogId, item.externalSystem, item.externalId, item.sku, nameKeyOf(item.category), nameKeyOf(item.brand)]);
+    if (row) addFound(result, item, row);
     return result;
   }
-  const identities = [catalogId, items.map((i) => i.externalSystem), items.map((i) => i.externalId)];
-  const found = stored
-    ? (await query<ItemRow & { ord: string }>(em, LOOKUP_ITEMS_STORED, identities))
-      .map((row) => ({ ord: row.ord, id: row.id, h: row.content_hash, k: row.sku, row }))
-    : await query<{ ord: string; id: string; h: string; k: string | null; row?: ItemRow }>(em, LOOKUP_ITEMS, identities);
+  if (stored) {
+    const column = (pick: (item: NormalizedItem) => string | null) => items.map(pick);
+    const rows = await query<LookupOneRow & { ord: string }>(em, LOOKUP_MANY, [catalogId, column((i) => i.externalSystem),
+      column((i) => i.externalId), column((i) => i.contentHash), column((i) => i.sku), column((i) => nameKeyOf(i.category)),
+      column((i) => nameKeyOf(i.brand))]);
+    for (const row of rows) addFound(result, items[Number(row.ord) - 1]!, row);
+    return result;
+  }
+  const found = await query<{ ord: string; id: string; h: string; k: string | null }>(em, LOOKUP_ITEMS,
+    [catalogId, items.map((i) => i.externalSystem), items.map((i) => i.externalId)]);
   const unchanged = new Set<NormalizedItem>();
-  for (const { ord, id, h, k, row } of found) {
-    const item = items[Number(ord) - 1]!;
+  for (const row of found) {
+    const item = items[Number(row.ord) - 1]!;
     const key = identityKey(item.externalSystem, item.externalId);
-    result.items.set(key, { id, externalSystem: item.externalSystem, externalId: item.externalId, contentHash: h, sku: k });
-    if (row) result.stored.set(key, row);
-    if (k !== null) result.skuOwners.set(k, key);
-    if (h === item.contentHash) unchanged.add(item);
+    result.items.set(key, { id: row.id, externalSystem: item.externalSystem, externalId: item.externalId, contentHash: row.h, sku: row.k });
+    if (row.k !== null) result.skuOwners.set(row.k, key);
+    if (row.h === item.contentHash) unchanged.add(item);
   }
   const writing = items.filter((i) => !unchanged.has(i));
   if (writing.length === 0) return result;
