@@ -114,15 +114,16 @@ export async function serveApi(
     if (!validation.valid) {
       throw httpError('validation_error', 'The request is not valid.', validationDetails(validation.errors ?? []));
     }
-    const parsed = services.contract.backend.router.parseRequest(parsedRequest, operation);
+    // Validation parsed and coerced the parameters already, unless the operation has nothing to validate.
     const coerced = (validation.coerced ?? {}) as { query?: Record<string, unknown>; params?: Record<string, string> };
+    const parsed = coerced.params && coerced.query ? undefined : services.contract.backend.router.parseRequest(parsedRequest, operation);
     const handler = handlers.get(operationId)!;
     const context = {
       operationId,
       requestId,
       auth: outcome.auth!,
-      params: coerced.params ?? (parsed.params as Record<string, string>),
-      query: coerced.query ?? (parsed.query as Record<string, unknown>),
+      params: coerced.params ?? (parsed!.params as Record<string, string>),
+      query: coerced.query ?? (parsed!.query as Record<string, unknown>),
       headers: req.headers,
       body,
       services,
