@@ -3,7 +3,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import pg from 'pg';
 import type { Orm } from '../../platform/db/orm.ts';
-import { query } from '../../platform/db/sql.ts';
+import { prepared, query } from '../../platform/db/sql.ts';
 import type { Logger } from '../../platform/log/logger.ts';
 import type { ObjectStorage } from '../../platform/storage/storage.ts';
 import { normalizeItem } from '../items/payload.ts';
@@ -22,6 +22,10 @@ import type { JobRow } from './view.ts';
 
 // The spec's transaction size.
 export const BATCH_LINES = 100;
+// Lines read at once while a re-import finds its lines stored already: their fingerprints are
+// looked up in one statement and, as long as they all prove stored, their counters and cursor
+// are recorded in one. Lines that write are still committed 100 at a time.
+const KNOWN_RUN_LINES = 5 * BATCH_LINES;
 /** Second key space of the per-job processing lock (the first is per-catalog job creation). */
 const JOB_LOCK_SPACE = IMPORT_LOCK_SPACE + 1;
 
@@ -132,7 +136,7 @@ async function run(deps: ProcessDeps, job: JobRow): Promise<ProcessOutcome> {
   try {
     for await (const line of readLines(stream, { line: Number(job.resume_line), offset })) {
       lines.push(line);
-      if (lines.length === BATCH_LINES) {
+      if (lines.length >= (readAhead ? BATCH_LINES : KNOWN_RUN_LINES)) {
         await commitNext(await prepareBatch(lines, readAhead));
         lines = [];
       }
@@ -221,53 +225,107 @@ interface BatchCounts {
 }
 
 /**
- * One transaction: the lines' upserts, their line errors, the counters and the resume cursor.
- * The counter update only applies while the job is still processing and its cursor is where this
- * run left it; otherwise the whole batch rolls back and the run stops. A batch of lines already
- * stored writes nothing but its counters: that one statement is its transaction. `knownLines`
- * are the batch's lines found stored already (itemsByFingerprint). Returns how many there were.
+ * Commits lines read, at most BATCH_LINES to a transaction: the lines' upserts, their line
+ * errors, the counters and the resume cursor. The counter update only applies while the job is
+ * still processing and its cursor is where this run left it; otherwise the transaction rolls back
+ * and the run stops. Lines already stored write nothing but counters: a run of them (up to
+ * KNOWN_RUN_LINES) is recorded by one statement, which is its transaction. `knownLines` are the
+ * lines found stored already (itemsByFingerprint) before any of these was committed; they hold
+ * until a transaction writes items, and the parts after it are looked up again. Returns how
+ * many lines proved stored.
  */
 async function commitBatch(
   deps: ProcessDeps, job: JobRow, cursor: { line: number }, batch: PreparedBatch, knownLines: Promise<ReadonlyMap<number, string>>,
 ): Promise<number> {
-  const { lines } = batch;
-  const last = lines.at(-1)!;
-  const counts: BatchCounts = { processed: lines.length, succeeded: 0, failed: 0, unchanged: 0, created: 0, updated: 0 };
-  const em = deps.orm.em.fork();
-  // Looked up outside the transaction (read committed, it would see no more inside one), once
+  // Looked up outside any transaction (read committed, it would see no more inside one), once
   // no earlier batch could still change an item.
-  const known = await knownLines;
-  const found = known.size;
-  if (found === lines.length) {
-    counts.unchanged = found;
-    await recordBatch(em, job, cursor, last, counts, []);
-  } else {
-    await em.transactional(async (tx) => {
-      const { valueLines, items, lineErrors, unchanged } = linesToUpsert(batch, known);
-      counts.unchanged = unchanged;
-      const entries = valueLines.length > 0 ? await upsertPrepared(tx, job.catalog_id, items, { dryRun: job.dry_run }) : [];
-      const batchErrors = [...lineErrors];
-      entries.forEach((entry, i) => {
-        if (entry.status === 'error') {
-          const line = valueLines[i]!;
-          batchErrors.push({
-            lineNumber: line.lineNumber, externalId: entry.externalId, errorType: errorTypeOf(entry.error),
-            errorMessage: errorMessageOf(entry.error), rawLine: rawLineOf(line),
-          });
-        } else if (entry.status === 'unchanged') counts.unchanged += 1;
-        else {
-          counts.succeeded += 1;
-          if (entry.status === 'created') counts.created += 1;
-          else counts.updated += 1;
-        }
-      });
-      counts.failed = batchErrors.length;
-      await recordBatch(tx, job, cursor, last, counts, batchErrors);
-    });
+  let known: ReadonlyMap<number, string> | undefined = await knownLines;
+  let found = 0;
+  let knownRun: FileLine[] = [];
+  for (let start = 0; start < batch.lines.length; start += BATCH_LINES) {
+    const part = partOf(batch, start);
+    const partKnown = known === undefined ? await itemsByFingerprint(deps.orm.em.fork(), job.catalog_id, part.fingerprints)
+      : part === batch ? known : positionsIn(known, start, part.lines.length);
+    found += partKnown.size;
+    if (partKnown.size === part.lines.length) {
+      knownRun.push(...part.lines);
+      continue;
+    }
+    if (knownRun.length > 0) await recordKnown(deps, job, cursor, knownRun);
+    knownRun = [];
+    await commitLines(deps, job, cursor, part, partKnown);
+    known = undefined;
   }
-  cursor.line = last.lineNumber;
+  if (knownRun.length > 0) await recordKnown(deps, job, cursor, knownRun);
   return found;
 }
+
+/** The BATCH_LINES lines of `batch` from `start` (the batch itself when it has no more). */
+function partOf(batch: PreparedBatch, start: number): PreparedBatch {
+  if (start === 0 && batch.lines.length <= BATCH_LINES) return batch;
+  const end = start + BATCH_LINES;
+  const lines = batch.lines.slice(start, end);
+  const fingerprints = batch.fingerprints.slice(start, end);
+  return batch.ahead ? { lines, fingerprints, ahead: batch.ahead.slice(start, end) } : { lines, fingerprints };
+}
+
+/** The entries of `known` (by position in a batch) for the `length` lines from `start`, by position among them. */
+function positionsIn(known: ReadonlyMap<number, string>, start: number, length: number): Map<number, string> {
+  const part = new Map<number, string>();
+  for (const [i, key] of known) if (i >= start && i < start + length) part.set(i - start, key);
+  return part;
+}
+
+/** Lines all proved stored: their counters and cursor, one statement. */
+async function recordKnown(deps: ProcessDeps, job: JobRow, cursor: { line: number }, lines: readonly FileLine[]): Promise<void> {
+  const counts: BatchCounts = { processed: lines.length, succeeded: 0, failed: 0, unchanged: lines.length, created: 0, updated: 0 };
+  const last = lines.at(-1)!;
+  await recordBatch(deps.orm.em.fork(), job, cursor, last, counts, []);
+  cursor.line = last.lineNumber;
+}
+
+/** One transaction: the lines that are not all stored already, through the upsert path. */
+async function commitLines(
+  deps: ProcessDeps, job: JobRow, cursor: { line: number }, part: PreparedBatch, known: ReadonlyMap<number, string>,
+): Promise<void> {
+  const last = part.lines.at(-1)!;
+  const counts: BatchCounts = { processed: part.lines.length, succeeded: 0, failed: 0, unchanged: 0, created: 0, updated: 0 };
+  await deps.orm.em.fork().transactional(async (tx) => {
+    const { valueLines, items, lineErrors, unchanged } = linesToUpsert(part, known);
+    counts.unchanged = unchanged;
+    const entries = valueLines.length > 0 ? await upsertPrepared(tx, job.catalog_id, items, { dryRun: job.dry_run }) : [];
+    const batchErrors = [...lineErrors];
+    entries.forEach((entry, i) => {
+      if (entry.status === 'error') {
+        const line = valueLines[i]!;
+        batchErrors.push({
+          lineNumber: line.lineNumber, externalId: entry.externalId, errorType: errorTypeOf(entry.error),
+          errorMessage: errorMessageOf(entry.error), rawLine: rawLineOf(line),
+        });
+      } else if (entry.status === 'unchanged') counts.unchanged += 1;
+      else {
+        counts.succeeded += 1;
+        if (entry.status === 'created') counts.created += 1;
+        else counts.updated += 1;
+      }
+    });
+    counts.failed = batchErrors.length;
+    await recordBatch(tx, job, cursor, last, counts, batchErrors);
+  });
+  cursor.line = last.lineNumber;
+}
+
+// Once per batch, so a named prepared statement: planning it cost about as much as running it.
+const RECORD_BATCH = prepared(`WITH errors AS (
+    INSERT INTO import_errors (job_id, line_number, external_id, error_type, error_message, raw_line)
+    SELECT $1, e.l, e.x, e.t, e.m, e.r FROM jsonb_to_recordset($2::jsonb) AS e(l int, x text, t text, m text, r text)
+    ON CONFLICT (job_id, line_number) DO NOTHING
+  )
+  UPDATE import_jobs SET processed = processed + $3, succeeded = succeeded + $4, failed = failed + $5, unchanged = unchanged + $6,
+    error_count = error_count + $7, dry_run_created = dry_run_created + $8, dry_run_updated = dry_run_updated + $9,
+    resume_line = $10, resume_offset = $11, updated_at = now()
+  WHERE id = $1 AND status = 'processing' AND resume_line = $12
+  RETURNING id, set_config('synchronous_commit', 'off', true)`);
 
 /**
  * The batch's line errors, counters and resume cursor, in the batch's transaction. Throws
@@ -275,17 +333,7 @@ async function commitBatch(
  * meanwhile or another processor moved the cursor (this one lost its lock).
  */
 async function recordBatch(em: EntityManager, job: JobRow, cursor: { line: number }, last: FileLine, counts: BatchCounts, batchErrors: readonly LineError[]): Promise<void> {
-  const [updated] = await query<{ id: string }>(em,
-    `WITH errors AS (
-      INSERT INTO import_errors (job_id, line_number, external_id, error_type, error_message, raw_line)
-      SELECT $1, e.l, e.x, e.t, e.m, e.r FROM jsonb_to_recordset($2::jsonb) AS e(l int, x text, t text, m text, r text)
-      ON CONFLICT (job_id, line_number) DO NOTHING
-    )
-    UPDATE import_jobs SET processed = processed + $3, succeeded = succeeded + $4, failed = failed + $5, unchanged = unchanged + $6,
-      error_count = error_count + $7, dry_run_created = dry_run_created + $8, dry_run_updated = dry_run_updated + $9,
-      resume_line = $10, resume_offset = $11, updated_at = now()
-    WHERE id = $1 AND status = 'processing' AND resume_line = $12
-    RETURNING id, set_config('synchronous_commit', 'off', true)`,
+  const [updated] = await query<{ id: string }>(em, RECORD_BATCH,
     [
       job.id, JSON.stringify(batchErrors.map((e) => ({ l: e.lineNumber, x: e.externalId, t: e.errorType, m: e.errorMessage, r: e.rawLine }))),
       counts.processed, counts.succeeded, counts.failed, counts.unchanged, counts.failed,

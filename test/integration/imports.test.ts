@@ -233,6 +233,22 @@ test('a re-import skips the lines it stored, by their exact bytes, yet applies a
   assert.deepEqual((await runImport(opts(other), file)).counts, { total: 300, processed: 300, succeeded: 300, failed: 0, unchanged: 0 });
 });
 
+test('lines read together as stored are re-checked after a transaction among them writes an item', async () => {
+  const tenant = await service.newTenant();
+  // Two batches of stored lines make the re-import read the rest (lines 201-700) together.
+  const lines = Array.from({ length: 700 }, (_, i) => item(`K-${String(i + 1).padStart(3, '0')}`));
+  lines[649] = item('K-X', { name: 'X latest', sku: 'SKU-K-X' });
+  assert.equal((await runImport(opts(tenant), jsonl(lines))).status, 'completed');
+  // Line 250 now writes X from other bytes, so line 650 (the line X was stored from) must apply again.
+  lines[249] = item('K-X', { name: 'X earlier', sku: 'SKU-K-X' });
+  const again = await runImport(opts(tenant), jsonl(lines));
+  assert.deepEqual(again.counts, { total: 700, processed: 700, succeeded: 2, failed: 0, unchanged: 698 });
+  const [x] = (await sql.query('SELECT name FROM items WHERE catalog_id = $1 AND external_id = $2', [tenant.catalogId, 'K-X'])).rows;
+  assert.equal(x.name, 'X latest', 'the file\'s last line for X wins');
+  const updated = (await events(tenant.catalogId, 'item.updated')).map((e) => e.resourceId);
+  assert.deepEqual(updated, ['K-X', 'K-X']);
+});
+
 test('a JSON array fails the job with a reason; every line failing fails it too; neither can be retried without failed lines', async () => {
   const tenant = await service.newTenant();
   const array = Buffer.from(`[\n  ${JSON.stringify(item('ARR-1'))},\n  ${JSON.stringify(item('ARR-2'))}\n]\n`);
