@@ -241,22 +241,23 @@ async function commitBatch(
   // no earlier batch could still change an item.
   let known: ReadonlyMap<number, string> | undefined = await knownLines;
   let found = 0;
-  let knownRun: FileLine[] = [];
+  // The lines proved stored and not recorded yet: how many, and the last of them.
+  let knownRun = { lines: 0, last: undefined as FileLine | undefined };
   for (let start = 0; start < batch.lines.length; start += BATCH_LINES) {
     const part = partOf(batch, start);
     const partKnown = known === undefined ? await itemsByFingerprint(deps.orm.em.fork(), job.catalog_id, part.fingerprints)
       : part === batch ? known : positionsIn(known, start, part.lines.length);
     found += partKnown.size;
     if (partKnown.size === part.lines.length) {
-      knownRun.push(...part.lines);
+      knownRun = { lines: knownRun.lines + part.lines.length, last: part.lines.at(-1) };
       continue;
     }
-    if (knownRun.length > 0) await recordKnown(deps, job, cursor, knownRun);
-    knownRun = [];
+    if (knownRun.last) await recordKnown(deps, job, cursor, knownRun.lines, knownRun.last);
+    knownRun = { lines: 0, last: undefined };
     await commitLines(deps, job, cursor, part, partKnown);
     known = undefined;
   }
-  if (knownRun.length > 0) await recordKnown(deps, job, cursor, knownRun);
+  if (knownRun.last) await recordKnown(deps, job, cursor, knownRun.lines, knownRun.last);
   return found;
 }
 
@@ -276,10 +277,9 @@ function positionsIn(known: ReadonlyMap<number, string>, start: number, length: 
   return part;
 }
 
-/** Lines all proved stored: their counters and cursor, one statement. */
-async function recordKnown(deps: ProcessDeps, job: JobRow, cursor: { line: number }, lines: readonly FileLine[]): Promise<void> {
-  const counts: BatchCounts = { processed: lines.length, succeeded: 0, failed: 0, unchanged: lines.length, created: 0, updated: 0 };
-  const last = lines.at(-1)!;
+/** `lines` lines all proved stored, ending with `last`: their counters and cursor, one statement. */
+async function recordKnown(deps: ProcessDeps, job: JobRow, cursor: { line: number }, lines: number, last: FileLine): Promise<void> {
+  const counts: BatchCounts = { processed: lines, succeeded: 0, failed: 0, unchanged: lines, created: 0, updated: 0 };
   await recordBatch(deps.orm.em.fork(), job, cursor, last, counts, []);
   cursor.line = last.lineNumber;
 }
