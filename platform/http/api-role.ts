@@ -1,0 +1,44 @@
+// The api role's HTTP side (contract, handlers, router): loaded only by processes that serve requests.
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { bindHandlers } from '../../handlers/index.ts';
+import { uploadRoute } from '../storage/upload-route.ts';
+import { loadContract } from './contract.ts';
+import type { Contract } from './contract.ts';
+import { createMetrics } from './metrics.ts';
+import type { Metrics } from './metrics.ts';
+import { closeHttpServer, createHttpServer } from './server.ts';
+import type { Services } from './types.ts';
+
+export interface Api {
+  readonly contract: Contract;
+  readonly metrics: Metrics;
+  /** Listens on `port` and `host`; resolves with the base address and the closer. */
+  serve(services: Services, port: number, host: string): Promise<{ url: string; close: () => Promise<void> }>;
+}
+
+/** The contract and its handlers; start-up fails when they do not match. */
+export async function loadApi(): Promise<Api> {
+  const contract = await loadContract();
+  const handlers = bindHandlers(contract);
+  return {
+    contract,
+    metrics: createMetrics(),
+    async serve(services, port, host) {
+      const server = createHttpServer({ services, handlers, extraRoutes: uploadRoute(services) });
+      await listen(server, port, host);
+      const address = server.address() as AddressInfo;
+      return { url: `http://${host.includes(':') ? `[${host}]` : host}:${address.port}`, close: () => closeHttpServer(server) };
+    },
+  };
+}
+
+function listen(server: Server, port: number, host: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+}
