@@ -1,6 +1,4 @@
 // The image edge: file-type says what the bytes are, sharp (configured here, once) reads and decodes them under a pixel limit.
-import { fileTypeFromBuffer } from 'file-type';
-import sharp from 'sharp';
 
 /** Decompression bombs: a few KB of PNG can declare a 20,000 × 20,000 canvas (400 MP, 1.6 GB decoded). */
 export const MAX_INPUT_PIXELS = 50_000_000;
@@ -11,8 +9,23 @@ const DECODABLE = new Map<string, string>([
   ['image/avif', 'avif'], ['image/tiff', 'tiff'],
 ]);
 
-// Decoded images are not reused, so libvips' operation cache only holds memory.
-sharp.cache(false);
+type Sharp = typeof import('sharp').default;
+type FileTypeFromBuffer = typeof import('file-type').fileTypeFromBuffer;
+
+let libraries: Promise<{ sharp: Sharp; fileTypeFromBuffer: FileTypeFromBuffer }> | undefined;
+
+/**
+ * sharp and file-type, loaded on the first image: libvips adds about 15 MB to a process, which
+ * one that never ingests an image (an import running in the consumers process) need not hold.
+ */
+function imageLibraries() {
+  libraries ??= Promise.all([import('sharp'), import('file-type')]).then(([{ default: sharp }, { fileTypeFromBuffer }]) => {
+    // Decoded images are not reused, so libvips' operation cache only holds memory.
+    sharp.cache(false);
+    return { sharp, fileTypeFromBuffer };
+  });
+  return libraries;
+}
 
 export type ImageRejection = 'not_an_image' | 'too_large' | 'undecodable';
 
@@ -33,7 +46,7 @@ export interface ImageInfo {
   readonly height: number;
 }
 
-const open = (bytes: Buffer) => sharp(bytes, { limitInputPixels: MAX_INPUT_PIXELS, failOn: 'error', sequentialRead: true });
+const open = (sharp: Sharp, bytes: Buffer) => sharp(bytes, { limitInputPixels: MAX_INPUT_PIXELS, failOn: 'error', sequentialRead: true });
 
 /**
  * Checks that `bytes` are an image sharp can decode and reads its type and size. The header
@@ -41,6 +54,7 @@ const open = (bytes: Buffer) => sharp(bytes, { limitInputPixels: MAX_INPUT_PIXEL
  * image is decoded once (down to a thumbnail), which catches truncated and corrupt data.
  */
 export async function inspectImage(bytes: Buffer): Promise<ImageInfo> {
+  const { sharp, fileTypeFromBuffer } = await imageLibraries();
   const detected = await fileTypeFromBuffer(bytes);
   if (!detected || !detected.mime.startsWith('image/')) {
     throw new ImageRejected('not_an_image', detected ? `the content is ${detected.mime}, not an image` : 'the content is not a recognizable image');
@@ -50,11 +64,11 @@ export async function inspectImage(bytes: Buffer): Promise<ImageInfo> {
   let width: number | undefined;
   let height: number | undefined;
   try {
-    const metadata = await open(bytes).metadata();
+    const metadata = await open(sharp, bytes).metadata();
     width = metadata.autoOrient?.width ?? metadata.width;
     height = metadata.autoOrient?.height ?? metadata.height;
     if (!width || !height) throw new ImageRejected('undecodable', 'the image has no dimensions');
-    await open(bytes).resize({ width: 64, height: 64, fit: 'inside', withoutEnlargement: true }).raw().toBuffer();
+    await open(sharp, bytes).resize({ width: 64, height: 64, fit: 'inside', withoutEnlargement: true }).raw().toBuffer();
   } catch (error) {
     if (error instanceof ImageRejected) throw error;
     const message = (error as Error).message ?? String(error);
