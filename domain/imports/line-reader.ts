@@ -32,9 +32,9 @@ export interface ReadPosition {
 const isBlank = (byte: number) => byte === 0x20 || byte === 0x09 || byte === CR;
 
 /** The stream's chunks without a leading UTF-8 BOM, however the first bytes are chunked. */
-async function* withoutBom(stream: Readable, onBom: () => void): AsyncGenerator<Buffer> {
+async function* withoutBom(stream: AsyncIterable<Buffer>, onBom: () => void): AsyncGenerator<Buffer> {
   let start: Buffer | undefined = Buffer.alloc(0);
-  for await (const chunk of stream as AsyncIterable<Buffer>) {
+  for await (const chunk of stream) {
     if (start === undefined) {
       yield chunk;
       continue;
@@ -145,8 +145,11 @@ export async function* readLines(stream: Readable, from: ReadPosition = { line: 
   }
 }
 
-/** The counting pass (DESIGN §4): non-empty lines, and whether the file opens like a JSON array. */
-export async function scanFile(stream: Readable): Promise<{ nonEmptyLines: number; jsonArray: boolean }> {
+/**
+ * The counting pass (DESIGN §4): non-empty lines, and whether the file opens like a JSON array.
+ * Keeps no chunk once the next is read (ObjectStorage.readChunks may reuse its buffer).
+ */
+export async function scanFile(stream: AsyncIterable<Buffer>): Promise<{ nonEmptyLines: number; jsonArray: boolean }> {
   let nonEmptyLines = 0;
   let lineHasContent = false;
   let firstByte: number | undefined;

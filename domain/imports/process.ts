@@ -88,7 +88,7 @@ async function begin(deps: ProcessDeps, job: JobRow): Promise<JobRow | undefined
   if (!stored) return fail(deps, job.id, 'the uploaded file is missing from storage');
   if (stored.sizeBytes > MAX_FILE_BYTES) return fail(deps, job.id, 'the file is over 100 MB');
   if (stored.sizeBytes > Number(job.file_size_bytes)) return fail(deps, job.id, 'the file is larger than the declared fileSizeBytes');
-  const scan = await scanFile(await deps.storage.read(job.storage_path));
+  const scan = await scanFile(deps.storage.readChunks(job.storage_path));
   if (scan.jsonArray) return fail(deps, job.id, 'the file is a JSON array, not JSONL (one JSON object per line)');
   if (scan.nonEmptyLines === 0) return fail(deps, job.id, 'the file has no non-empty lines');
   const em = deps.orm.em.fork();

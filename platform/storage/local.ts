@@ -1,12 +1,14 @@
 // The embedded storage driver: files under STORAGE_DIR, uploads through the service's own HMAC-signed address.
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
-import { mkdir, rename, rm, stat } from 'node:fs/promises';
+import { mkdir, open, rename, rm, stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { ObjectStorage } from './storage.ts';
 import { isSafePath } from './storage.ts';
+
+const CHUNK_BYTES = 256 * 1024;
 
 /** The route the local driver's upload addresses point at; outside the API prefix (contract: uploadImportFile). */
 export const UPLOAD_ROUTE = '/storage/v1/upload/';
@@ -76,7 +78,20 @@ export function createLocalStorage(options: LocalStorageOptions): LocalStorage {
       }
     },
     async read(path, offset = 0) {
-      return createReadStream(fileOf(path), { start: offset, highWaterMark: 256 * 1024 });
+      return createReadStream(fileOf(path), { start: offset, highWaterMark: CHUNK_BYTES });
+    },
+    async *readChunks(path) {
+      const handle = await open(fileOf(path), 'r');
+      try {
+        const buffer = Buffer.allocUnsafe(CHUNK_BYTES);
+        for (;;) {
+          const { bytesRead } = await handle.read(buffer, 0, CHUNK_BYTES, null);
+          if (bytesRead === 0) return;
+          yield buffer.subarray(0, bytesRead);
+        }
+      } finally {
+        await handle.close();
+      }
     },
     async write(path, body: Readable, sizeBytes) {
       const file = fileOf(path);

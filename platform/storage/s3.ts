@@ -43,6 +43,12 @@ export function createS3Storage(config: S3Config): ObjectStorage {
     });
     return bucketReady;
   };
+  const read = async (path: string, offset = 0): Promise<Readable> => {
+    const object = await client.send(new GetObjectCommand({ Bucket, Key: path, ...(offset > 0 ? { Range: `bytes=${offset}-` } : {}) }));
+    const body = object.Body;
+    if (!(body instanceof Readable)) throw new Error('the S3 client did not return a Node stream');
+    return body;
+  };
   return {
     driver: 's3',
     async signUpload(path, upload) {
@@ -62,11 +68,9 @@ export function createS3Storage(config: S3Config): ObjectStorage {
         throw error;
       }
     },
-    async read(path, offset = 0) {
-      const object = await client.send(new GetObjectCommand({ Bucket, Key: path, ...(offset > 0 ? { Range: `bytes=${offset}-` } : {}) }));
-      const body = object.Body;
-      if (!(body instanceof Readable)) throw new Error('the S3 client did not return a Node stream');
-      return body;
+    read,
+    async *readChunks(path) {
+      yield* await read(path);
     },
     async write(path, body, sizeBytes, contentType) {
       await ensureBucket();

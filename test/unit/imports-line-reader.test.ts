@@ -7,6 +7,7 @@ import { Readable } from 'node:stream';
 import { test } from 'node:test';
 import { splitFile } from '../../cli/import-parts.ts';
 import { MAX_LINE_BYTES, readLines, scanFile } from '../../domain/imports/line-reader.ts';
+import { createLocalStorage } from '../../platform/storage/local.ts';
 
 /** The bytes as a stream of `size`-byte chunks, so every boundary case is crossed. */
 const chunked = (bytes: Buffer, size: number) =>
@@ -48,6 +49,24 @@ test('the counting pass counts non-empty lines and recognizes a JSON array', asy
   assert.deepEqual(await scanFile(chunked(Buffer.from('\uFEFF{"a":1}\n\n \n{"b":2}\r\n{"c":3}'), 3)), { nonEmptyLines: 3, jsonArray: false });
   assert.deepEqual(await scanFile(chunked(Buffer.from('\n  [\n{"a":1}\n]\n'), 2)), { nonEmptyLines: 3, jsonArray: true });
   assert.deepEqual(await scanFile(chunked(Buffer.from('\uFEFF[{"a":1}]'), 1)), { nonEmptyLines: 1, jsonArray: true });
+});
+
+test('the local driver hands the counting pass a file in one reused buffer, and the count is exact', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'catalog-chunks-'));
+  const storage = createLocalStorage({ dir, publicBaseUrl: 'http://127.0.0.1', secret: 'test-secret' });
+  // About 1.2 MB: several 256 KB chunks, with lines across every boundary.
+  const file = Buffer.from(Array.from({ length: 20_000 }, (_, i) => (i % 7 === 0 ? ' \r' : `{"n":${i},"pad":"${'p'.repeat(i % 90)}"}`)).join('\n'));
+  writeFileSync(join(dir, 'f.jsonl'), file);
+  const copies: Buffer[] = [];
+  const buffers = new Set<ArrayBufferLike>();
+  for await (const chunk of storage.readChunks('f.jsonl')) {
+    copies.push(Buffer.from(chunk));
+    buffers.add(chunk.buffer);
+  }
+  assert.ok(copies.length > 3, `${copies.length} chunks`);
+  assert.ok(Buffer.concat(copies).equals(file), 'the chunks are the file');
+  assert.equal(buffers.size, 1, 'every chunk was read into the same buffer');
+  assert.deepEqual(await scanFile(storage.readChunks('f.jsonl')), { nonEmptyLines: 20_000 - Math.ceil(20_000 / 7), jsonArray: false });
 });
 
 test('the CLI splits a file at line ends into parts no larger than the limit, numbering their first lines', async () => {
