@@ -1,5 +1,4 @@
 // The composition root: opens every dependency once and starts the roles this process plays.
-import { setFlagsFromString } from 'node:v8';
 import type { Config } from './config/config.ts';
 import { openDatabase } from './db/orm.ts';
 import type { Services } from './http/types.ts';
@@ -13,6 +12,7 @@ import type { KafkaClient } from './kafka/client.ts';
 import type { Logger } from './log/logger.ts';
 import type { Orm } from './db/orm.ts';
 import { createLogger } from './log/logger.ts';
+import { holdConsumerHeap } from './memory.ts';
 
 export interface RunningService {
   orm: Orm;
@@ -32,13 +32,8 @@ export async function startService(config: Config, logger: Logger = createLogger
       await closer().catch((error) => logger.error({ err: error }, 'error while shutting down'));
     }
   };
-  // An import keeps a live heap of about 45 MB, yet V8 let the old generation grow to four times
-  // that between full collections (its factor when collecting is cheap), and the consumers' peak
-  // RSS passed 440 MB. Growing by at most 2× between collections took it to about 380 MB at no
-  // measurable cost in `npm run bench:import` (the rest is mostly the young generation, see the
-  // README). V8 reads the flag at each collection, so it works when set here; the api role keeps
-  // V8's default.
-  if (config.role !== 'api') setFlagsFromString('--heap-growing-percent=100');
+  // The api role keeps V8's defaults.
+  if (config.role !== 'api') holdConsumerHeap(logger);
   try {
     configureMediaRegistration(config.media); // every role upserts (API, imports)
     // The contract, the handlers and the router only where requests are served: the consumers

@@ -1,0 +1,41 @@
+// V8 heap settings of the processes that run consumers, set at run time (README, "Speed and memory").
+import { PerformanceObserver } from 'node:perf_hooks';
+import { getHeapSpaceStatistics, setFlagsFromString } from 'node:v8';
+import type { Logger } from './log/logger.ts';
+
+/** Two 32 MB semi-spaces: V8's own maximum where pointers are compressed (Chrome); Node's is twice that. */
+export const YOUNG_GENERATION_CAP_BYTES = 64 * 1024 * 1024;
+
+export const youngGenerationBytes = () => getHeapSpaceStatistics().find((space) => space.space_name === 'new_space')?.space_size ?? 0;
+
+let held = false;
+
+/**
+ * Bounds the heap of a process that runs consumers (once per process):
+ * - The old generation grows by at most 2× between full collections. An import keeps a live heap
+ *   of about 45 MB, yet V8 let the old generation grow to four times that (its factor when
+ *   collecting is cheap), and the consumers' peak RSS passed 440 MB. V8 reads the flag at each
+ *   collection, so it works when set at run time.
+ * - The young generation stops growing at YOUNG_GENERATION_CAP_BYTES. Only a start-up flag sets
+ *   its maximum, which a process cannot give itself; but V8 reads the growth factor each time it
+ *   grows the young generation, so a factor of 1, set after the collection that reached the cap,
+ *   holds it there. It doubles at most once per several scavenges, so looking after each
+ *   collection is soon enough. Deno reports no collections to a PerformanceObserver, so there
+ *   the young generation keeps V8's default.
+ */
+export function holdConsumerHeap(logger: Logger, capBytes = YOUNG_GENERATION_CAP_BYTES): void {
+  if (held) return;
+  held = true;
+  setFlagsFromString('--heap-growing-percent=100');
+  const freeze = () => {
+    setFlagsFromString('--semi-space-growth-factor=1');
+    logger.debug({ youngGenerationBytes: youngGenerationBytes() }, 'young generation held at its size');
+  };
+  if (youngGenerationBytes() >= capBytes) return freeze();
+  const observer = new PerformanceObserver(() => {
+    if (youngGenerationBytes() < capBytes) return;
+    observer.disconnect();
+    freeze();
+  });
+  observer.observe({ entryTypes: ['gc'] });
+}
