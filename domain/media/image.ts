@@ -15,14 +15,18 @@ type FileTypeFromBuffer = typeof import('file-type').fileTypeFromBuffer;
 let libraries: Promise<{ sharp: Sharp; fileTypeFromBuffer: FileTypeFromBuffer }> | undefined;
 
 /**
- * sharp and file-type, loaded on the first image: libvips adds about 15 MB to a process, which
+ * sharp and file-type, loaded on the first image: libvips adds about 13 MB to a process, which
  * one that never ingests an image (an import running in the consumers process) need not hold.
+ * A failed load is tried again with the next image.
  */
 function imageLibraries() {
   libraries ??= Promise.all([import('sharp'), import('file-type')]).then(([{ default: sharp }, { fileTypeFromBuffer }]) => {
     // Decoded images are not reused, so libvips' operation cache only holds memory.
     sharp.cache(false);
     return { sharp, fileTypeFromBuffer };
+  }, (error: unknown) => {
+    libraries = undefined;
+    throw error;
   });
   return libraries;
 }
