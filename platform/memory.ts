@@ -23,7 +23,7 @@ let held = false;
  *   collection is soon enough. Deno reports no collections to a PerformanceObserver, so there
  *   the young generation keeps V8's default.
  */
-export function holdConsumerHeap(logger: Logger, capBytes = YOUNG_GENERATION_CAP_BYTES): void {
+export function holdConsumerHeap(logger: Logger): void {
   if (held) return;
   held = true;
   setFlagsFromString('--heap-growing-percent=100');
@@ -31,9 +31,9 @@ export function holdConsumerHeap(logger: Logger, capBytes = YOUNG_GENERATION_CAP
     setFlagsFromString('--semi-space-growth-factor=1');
     logger.debug({ youngGenerationBytes: youngGenerationBytes() }, 'young generation held at its size');
   };
-  if (youngGenerationBytes() >= capBytes) return freeze();
+  if (youngGenerationBytes() >= YOUNG_GENERATION_CAP_BYTES) return freeze();
   const observer = new PerformanceObserver(() => {
-    if (youngGenerationBytes() < capBytes) return;
+    if (youngGenerationBytes() < YOUNG_GENERATION_CAP_BYTES) return;
     observer.disconnect();
     freeze();
   });
