@@ -240,7 +240,7 @@ function writeStatement(full: boolean): string {
       ON CONFLICT (catalog_id, name_key) DO UPDATE SET name_key = excluded.name_key
       RETURNING b.id, b.name_key, b.name
     ), input AS (
-      SELECT * FROM jsonb_to_recordset($4::jsonb) AS x(ord int, id uuid, ev uuid, at text, s text, e text, sku text,
+      SELECT * FROM json_to_recordset($4::json) AS x(ord int, id uuid, ev uuid, at text, s text, e text, sku text,
         name text, description text, price numeric, cost numeric, weight numeric, gtin13 text, ncm text,
         ck text, cid uuid, bk text, bid uuid, tags jsonb, metadata jsonb, media jsonb, ts boolean, h text, f text)
     ), written AS (
