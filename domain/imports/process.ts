@@ -9,7 +9,7 @@ import type { ObjectStorage } from '../../platform/storage/storage.ts';
 import { normalizeItem } from '../items/payload.ts';
 import type { NormalizeResult } from '../items/payload.ts';
 import { identityKey, itemsByFingerprint } from '../items/store.ts';
-import { addNormalized, upsertPrepared } from '../items/upsert.ts';
+import { UnguardedWriteFailed, addNormalized, upsertPrepared } from '../items/upsert.ts';
 import type { PreparedItems } from '../items/upsert.ts';
 import { lineFingerprint } from './fingerprint.ts';
 import { IMPORT_LOCK_SPACE, MAX_FILE_BYTES, finishJob } from './jobs.ts';
@@ -109,6 +109,8 @@ async function run(deps: ProcessDeps, job: JobRow): Promise<ProcessOutcome> {
   const stream = await deps.storage.read(job.storage_path, offset);
   const cursor = { line: Number(job.resume_line) };
   // Read lines ahead unless the last batch committed was mostly lines already stored (a re-import).
+  // Lines read ahead are expected to be new: their fingerprints are not looked up, and a line
+  // stored already is found unchanged by the upsert's own lookup.
   let readAhead = true;
   let committing: Promise<void> | undefined;
   // Settles once the batch in flight will write no more items: when all its lines proved stored
@@ -116,7 +118,8 @@ async function run(deps: ProcessDeps, job: JobRow): Promise<ProcessOutcome> {
   // while the batch in flight still records its counters.
   let itemsSettled: Promise<unknown> = Promise.resolve();
   const commitNext = async (batch: PreparedBatch) => {
-    const known = itemsSettled.then(() => itemsByFingerprint(deps.orm.em.fork(), job.catalog_id, batch.fingerprints));
+    const known = batch.ahead ? Promise.resolve(NONE_KNOWN)
+      : itemsSettled.then(() => itemsByFingerprint(deps.orm.em.fork(), job.catalog_id, batch.fingerprints));
     // Awaited by the commit, which may never start (a stop); this only keeps a failure meanwhile
     // from counting as unhandled. The same for `committing` below.
     known.catch(() => undefined);
@@ -125,8 +128,8 @@ async function run(deps: ProcessDeps, job: JobRow): Promise<ProcessOutcome> {
       if (deps.stopping?.()) throw new JobStopped();
       await deps.heartbeat?.();
     }
-    const commit = commitBatch(deps, job, cursor, batch, known).then((found) => {
-      readAhead = found < batch.lines.length / 2;
+    const commit = commitBatch(deps, job, cursor, batch, known).then((unchanged) => {
+      readAhead = unchanged < batch.lines.length / 2;
     });
     committing = commit;
     committing.catch(() => undefined);
@@ -152,6 +155,8 @@ async function run(deps: ProcessDeps, job: JobRow): Promise<ProcessOutcome> {
   }
   return complete(deps, job.id);
 }
+
+const NONE_KNOWN: ReadonlyMap<number, string> = new Map();
 
 /** A line read: parsed, validated and normalized, or its line error. */
 type LineItem = { ok: true; normalized: NormalizeResult } | { ok: false; error: LineError };
@@ -232,7 +237,7 @@ interface BatchCounts {
  * KNOWN_RUN_LINES) is recorded by one statement, which is its transaction. `knownLines` are the
  * lines found stored already (itemsByFingerprint) before any of these was committed; they hold
  * until a transaction writes items, and the parts after it are looked up again. Returns how
- * many lines proved stored.
+ * many lines proved unchanged, by their fingerprint or by the upsert.
  */
 async function commitBatch(
   deps: ProcessDeps, job: JobRow, cursor: { line: number }, batch: PreparedBatch, knownLines: Promise<ReadonlyMap<number, string>>,
@@ -240,25 +245,25 @@ async function commitBatch(
   // Looked up outside any transaction (read committed, it would see no more inside one), once
   // no earlier batch could still change an item.
   let known: ReadonlyMap<number, string> | undefined = await knownLines;
-  let found = 0;
+  let unchanged = 0;
   // The lines proved stored and not recorded yet: how many, and the last of them.
   let knownRun = { lines: 0, last: undefined as FileLine | undefined };
   for (let start = 0; start < batch.lines.length; start += BATCH_LINES) {
     const part = partOf(batch, start);
     const partKnown = known === undefined ? await itemsByFingerprint(deps.orm.em.fork(), job.catalog_id, part.fingerprints)
       : part === batch ? known : positionsIn(known, start, part.lines.length);
-    found += partKnown.size;
     if (partKnown.size === part.lines.length) {
+      unchanged += part.lines.length;
       knownRun = { lines: knownRun.lines + part.lines.length, last: part.lines.at(-1) };
       continue;
     }
     if (knownRun.last) await recordKnown(deps, job, cursor, knownRun.lines, knownRun.last);
     knownRun = { lines: 0, last: undefined };
-    await commitLines(deps, job, cursor, part, partKnown);
+    unchanged += await commitLines(deps, job, cursor, part, partKnown);
     known = undefined;
   }
   if (knownRun.last) await recordKnown(deps, job, cursor, knownRun.lines, knownRun.last);
-  return found;
+  return unchanged;
 }
 
 /** The BATCH_LINES lines of `batch` from `start` (the batch itself when it has no more). */
@@ -284,16 +289,33 @@ async function recordKnown(deps: ProcessDeps, job: JobRow, cursor: { line: numbe
   cursor.line = last.lineNumber;
 }
 
-/** One transaction: the lines that are not all stored already, through the upsert path. */
+/**
+ * One transaction: the lines that are not all stored already, through the upsert path. Written
+ * first without savepoints; should a write fail in the database (rare: a constraint, a concurrent
+ * writer), the transaction rolls back and the lines go through again with each item isolated.
+ * Returns how many lines proved unchanged.
+ */
 async function commitLines(
   deps: ProcessDeps, job: JobRow, cursor: { line: number }, part: PreparedBatch, known: ReadonlyMap<number, string>,
-): Promise<void> {
+): Promise<number> {
+  try {
+    return await commitLinesOnce(deps, job, cursor, part, known, true);
+  } catch (error) {
+    if (!(error instanceof UnguardedWriteFailed)) throw error;
+    deps.logger.debug({ jobId: job.id, err: error.cause }, 'import batch rolled back after a database error; writing it item by item');
+    return commitLinesOnce(deps, job, cursor, part, known, false);
+  }
+}
+
+async function commitLinesOnce(
+  deps: ProcessDeps, job: JobRow, cursor: { line: number }, part: PreparedBatch, known: ReadonlyMap<number, string>, unguarded: boolean,
+): Promise<number> {
   const last = part.lines.at(-1)!;
   const counts: BatchCounts = { processed: part.lines.length, succeeded: 0, failed: 0, unchanged: 0, created: 0, updated: 0 };
   await deps.orm.em.fork().transactional(async (tx) => {
     const { valueLines, items, lineErrors, unchanged } = linesToUpsert(part, known);
     counts.unchanged = unchanged;
-    const entries = valueLines.length > 0 ? await upsertPrepared(tx, job.catalog_id, items, { dryRun: job.dry_run }) : [];
+    const entries = valueLines.length > 0 ? await upsertPrepared(tx, job.catalog_id, items, { dryRun: job.dry_run, unguarded }) : [];
     const batchErrors = [...lineErrors];
     entries.forEach((entry, i) => {
       if (entry.status === 'error') {
@@ -313,6 +335,7 @@ async function commitLines(
     await recordBatch(tx, job, cursor, last, counts, batchErrors);
   });
   cursor.line = last.lineNumber;
+  return counts.unchanged;
 }
 
 // Once per batch, so a named prepared statement: planning it cost about as much as running it.

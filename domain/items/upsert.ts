@@ -27,6 +27,20 @@ export interface UpsertOptions {
    * from the lookup when unchanged and returned by the write otherwise, so nothing is read back.
    */
   returnStored?: boolean;
+  /**
+   * Inside the caller's transaction, write without a savepoint around each write, two round trips
+   * fewer. A database error then aborts the caller's transaction and throws UnguardedWriteFailed:
+   * the caller rolls back and upserts again without this option, so each item's failure is
+   * isolated as usual (import batches, where a failing write is rare).
+   */
+  unguarded?: boolean;
+}
+
+/** A write failed under `unguarded`: the caller's transaction is aborted and must be retried without it. */
+export class UnguardedWriteFailed extends Error {
+  constructor(cause: unknown) {
+    super('a write without a savepoint failed; roll back and retry with savepoints', { cause });
+  }
 }
 
 const UNIQUE_VIOLATION = '23505';
@@ -125,9 +139,10 @@ async function upsertRound(
   }
   if (candidates.length === 0) return results;
   try {
-    results.push(...await writeBatch(em, catalogId, candidates, found, options.returnStored));
+    results.push(...await writeBatch(em, catalogId, candidates, found, options));
   } catch (error) {
     if (!isDatabaseError(error)) throw error;
+    if (options.unguarded && em.isInTransaction()) throw new UnguardedWriteFailed(error);
     // A concurrent writer took a SKU between lookup and write, or a row broke a constraint:
     // find the culprit by writing one item at a time, each in its own savepoint.
     for (const one of candidates) {
@@ -147,14 +162,14 @@ async function upsertRound(
  * Writes a batch. Items without media take one statement, atomic on its own: no transaction.
  * Media registration is a second statement that must commit with the items, so a batch with
  * media runs in a transaction. Inside the caller's transaction (an import batch) a savepoint
- * keeps a failure from aborting the rest of it.
+ * keeps a failure from aborting the rest of it, unless the caller asked for `unguarded`.
  */
 async function writeBatch(
   em: EntityManager,
   catalogId: string,
   candidates: Array<{ index: number; candidate: WriteCandidate }>,
   found: Lookup,
-  returnStored = false,
+  { returnStored = false, unguarded = false }: Pick<UpsertOptions, 'returnStored' | 'unguarded'> = {},
 ): Promise<UpsertEntry[]> {
   const items = candidates.map((c) => c.candidate.item);
   const hasMedia = items.some((item) => item.media.length > 0);
@@ -172,7 +187,7 @@ async function writeBatch(
       throw error;
     }
   };
-  const written = em.isInTransaction() ? await write(em, true)
+  const written = em.isInTransaction() ? await write(em, !unguarded)
     : hasMedia ? await em.transactional((tx) => write(tx, false))
       : await write(em, false);
   const byIdentity = new Map(written.map((w) => [identityKey(w.external_system, w.external_id), w]));

@@ -249,6 +249,32 @@ test('lines read together as stored are re-checked after a transaction among the
   assert.deepEqual(updated, ['K-X', 'K-X']);
 });
 
+test('a line the database refuses is a database line error; the rest of its batch is stored once, with one event each', async () => {
+  const tenant = await service.newTenant();
+  // A constraint only this test's item breaks: the write of its batch fails in Postgres, not in validation.
+  const refused = `DB-REFUSED-${tenant.catalogId}`;
+  const constraint = `test_refuse_${tenant.catalogId.replaceAll('-', '_')}`;
+  await sql.query(`ALTER TABLE items ADD CONSTRAINT ${constraint} CHECK (external_id <> '${refused}') NOT VALID`);
+  try {
+    const lines = Array.from({ length: 150 }, (_, i) => item(`D-${String(i + 1).padStart(3, '0')}`));
+    lines[41] = item(refused);
+    const job = await runImport(opts(tenant), jsonl(lines));
+    assert.equal(job.status, 'completed_with_errors');
+    assert.deepEqual(job.counts, { total: 150, processed: 150, succeeded: 149, failed: 1, unchanged: 0 });
+    const errors = await allErrors(opts(tenant), job.id);
+    assert.deepEqual(errors.map((e) => [e.lineNumber, e.errorType, e.externalId]), [[42, 'database', refused]]);
+    assert.match(errors[0]!.errorMessage, /database error/);
+    const { rows } = await sql.query('SELECT count(*)::int AS n FROM items WHERE catalog_id = $1', [tenant.catalogId]);
+    assert.equal(rows[0].n, 149);
+    const created = (await events(tenant.catalogId, 'item.created')).map((e) => e.resourceId);
+    assert.equal(created.length, 149, 'the rolled-back first attempt left no event behind');
+    assert.equal(new Set(created).size, 149);
+    assert.ok(!created.includes(refused));
+  } finally {
+    await sql.query(`ALTER TABLE items DROP CONSTRAINT ${constraint}`);
+  }
+});
+
 test('a JSON array fails the job with a reason; every line failing fails it too; neither can be retried without failed lines', async () => {
   const tenant = await service.newTenant();
   const array = Buffer.from(`[\n  ${JSON.stringify(item('ARR-1'))},\n  ${JSON.stringify(item('ARR-2'))}\n]\n`);
