@@ -9,6 +9,7 @@ import type { ObjectStorage } from '../../platform/storage/storage.ts';
 import { normalizeItem } from '../items/payload.ts';
 import type { NormalizeResult } from '../items/payload.ts';
 import { identityKey, itemsByFingerprint } from '../items/store.ts';
+import type { Lookup } from '../items/store.ts';
 import { UnguardedWriteFailed, addNormalized, upsertPrepared } from '../items/upsert.ts';
 import type { PreparedItems } from '../items/upsert.ts';
 import { lineFingerprint } from './fingerprint.ts';
@@ -101,8 +102,10 @@ async function begin(deps: ProcessDeps, job: JobRow): Promise<JobRow | undefined
 
 /**
  * Two stages: while one batch is in the database, the next is read, parsed and validated, so the
- * consumer's CPU work overlaps Postgres's. Batches still reach the database one after the other,
- * in file order: each one's lookup sees everything the batches before it wrote.
+ * consumer's CPU work overlaps Postgres's. Batches commit one after the other, in file order, and
+ * each one's outcome is the one it would have had, had it begun after the batch before it
+ * committed. Two batches of new lines can be in the database at once (see BatchTurn); any other
+ * batch begins once the one before it committed, so its lookup sees everything it wrote.
  */
 async function run(deps: ProcessDeps, job: JobRow): Promise<ProcessOutcome> {
   const offset = Number(job.resume_offset);
@@ -113,6 +116,10 @@ async function run(deps: ProcessDeps, job: JobRow): Promise<ProcessOutcome> {
   // stored already is found unchanged by the upsert's own lookup.
   let readAhead = true;
   let committing: Promise<void> | undefined;
+  // The batch in flight when it may share the database with the next one, and the commit of the
+  // batch before it.
+  let overlappable: BatchAhead | undefined;
+  let committingBefore: Promise<void> | undefined;
   // Settles once the batch in flight will write no more items: when all its lines proved stored
   // already, or when it committed. From then on the next batch's fingerprints can be looked up,
   // while the batch in flight still records its counters.
@@ -123,16 +130,22 @@ async function run(deps: ProcessDeps, job: JobRow): Promise<ProcessOutcome> {
     // Awaited by the commit, which may never start (a stop); this only keeps a failure meanwhile
     // from counting as unhandled. The same for `committing` below.
     known.catch(() => undefined);
+    const keys = batch.ahead ? keysOf(batch.ahead) : undefined;
+    const ahead = keys && overlappable && !sharesKeys(overlappable, keys) ? overlappable : undefined;
     if (committing) {
-      await committing;
+      await (ahead ? committingBefore : committing);
       if (deps.stopping?.()) throw new JobStopped();
       await deps.heartbeat?.();
     }
-    const commit = commitBatch(deps, job, cursor, batch, known).then((unchanged) => {
+    const turn = batchTurn(ahead);
+    const commit = commitBatch(deps, job, cursor, batch, known, turn).then((unchanged) => {
       readAhead = unchanged < batch.lines.length / 2;
     });
+    commit.catch(() => undefined).finally(turn.wrote);
+    committingBefore = committing;
     committing = commit;
     committing.catch(() => undefined);
+    overlappable = keys && { keys, written: turn.written, committed: commit };
     itemsSettled = known.then((found) => (found.size === batch.lines.length ? undefined : commit)).catch(() => undefined);
   };
   let lines: FileLine[] = [];
@@ -145,11 +158,12 @@ async function run(deps: ProcessDeps, job: JobRow): Promise<ProcessOutcome> {
       }
     }
     if (lines.length > 0) await commitNext(await prepareBatch(lines, readAhead));
+    // The last batch commits after the one before it.
     await committing;
   } catch (error) {
     stream.destroy();
     // Never leave a batch's transaction running behind the outcome.
-    await committing?.catch(() => undefined);
+    await Promise.allSettled([committingBefore, committing]);
     if (error instanceof JobStopped) return 'stopped';
     throw error;
   }
@@ -157,6 +171,82 @@ async function run(deps: ProcessDeps, job: JobRow): Promise<ProcessOutcome> {
 }
 
 const NONE_KNOWN: ReadonlyMap<number, string> = new Map();
+
+/** What a batch of new lines can write: its items' identity keys and SKUs. */
+interface BatchKeys {
+  readonly identities: ReadonlySet<string>;
+  readonly skus: ReadonlySet<string>;
+}
+
+function keysOf(lines: readonly LineItem[]): BatchKeys {
+  const identities = new Set<string>();
+  const skus = new Set<string>();
+  for (const line of lines) {
+    if (!line.ok || !line.normalized.ok) continue;
+    const { item } = line.normalized;
+    identities.add(identityKey(item.externalSystem, item.externalId));
+    if (item.sku !== null) skus.add(item.sku);
+  }
+  return { identities, skus };
+}
+
+/** A batch of new lines in flight, as the batch after it sees it. */
+interface BatchAhead {
+  readonly keys: BatchKeys;
+  /** Settles once its items are written: it holds every lock it will take on items, categories and brands. */
+  readonly written: Promise<void>;
+  /** Settles once it committed (rejects when it rolled back). */
+  readonly committed: Promise<void>;
+}
+
+/** True when `keys` name one of the items or SKUs of the batch ahead: then the next batch waits for its commit. */
+function sharesKeys(ahead: BatchAhead, keys: BatchKeys): boolean {
+  for (const key of keys.identities) if (ahead.keys.identities.has(key)) return true;
+  for (const sku of keys.skus) if (ahead.keys.skus.has(sku)) return true;
+  return false;
+}
+
+/**
+ * How a batch takes its turn in the database. Alone (no batch ahead), it began after the batch
+ * before it committed. Behind a batch of new lines that shares none of its items or SKUs, it
+ * begins while that one is still in the database:
+ * - its lookup may run while the batch ahead writes; that batch changes none of the items it
+ *   looks up, and can change a SKU's owner only by moving one of its own items to another SKU,
+ *   so a lookup that found a SKU owned by one of the batch ahead's items is made again once that
+ *   batch committed (`beforeWrite`);
+ * - it writes once the batch ahead has written, so the only lock it can wait for is that of a
+ *   category or brand the batch ahead created, released by that batch's commit, and that batch
+ *   never waits for it;
+ * - it records its counters and cursor once the batch ahead committed, and rolls back when that
+ *   batch did, so batches commit in file order.
+ */
+interface BatchTurn {
+  /** Settles once this batch's items are written (or its commit settled without writing). */
+  readonly written: Promise<void>;
+  readonly wrote: () => void;
+  /** UpsertOptions.beforeWrite: waits for the batch ahead to have written; true to look up again after its commit. */
+  readonly beforeWrite: (found: Lookup) => Promise<boolean>;
+  /** The batch ahead's commit (resolved when there is none). */
+  readonly aheadCommitted: Promise<void>;
+}
+
+function batchTurn(ahead: BatchAhead | undefined): BatchTurn {
+  let wrote!: () => void;
+  const written = new Promise<void>((resolve) => {
+    wrote = () => resolve();
+  });
+  let lookedAgain = false;
+  const beforeWrite = async (found: Lookup): Promise<boolean> => {
+    if (ahead === undefined || lookedAgain) return false;
+    await ahead.written;
+    if (![...found.skuOwners.values()].some((owner) => ahead.keys.identities.has(owner))) return false;
+    lookedAgain = true;
+    // Its failure fails this batch when it records its counters.
+    await ahead.committed.catch(() => undefined);
+    return true;
+  };
+  return { written, wrote, beforeWrite, aheadCommitted: ahead?.committed ?? Promise.resolve() };
+}
 
 /** A line read: parsed, validated and normalized, or its line error. */
 type LineItem = { ok: true; normalized: NormalizeResult } | { ok: false; error: LineError };
@@ -241,6 +331,7 @@ interface BatchCounts {
  */
 async function commitBatch(
   deps: ProcessDeps, job: JobRow, cursor: { line: number }, batch: PreparedBatch, knownLines: Promise<ReadonlyMap<number, string>>,
+  turn: BatchTurn,
 ): Promise<number> {
   // Looked up outside any transaction (read committed, it would see no more inside one), once
   // no earlier batch could still change an item.
@@ -259,7 +350,7 @@ async function commitBatch(
     }
     if (knownRun.last) await recordKnown(deps, job, cursor, knownRun.lines, knownRun.last);
     knownRun = { lines: 0, last: undefined };
-    unchanged += await commitLines(deps, job, cursor, part, partKnown);
+    unchanged += await commitLines(deps, job, cursor, part, partKnown, turn);
     known = undefined;
   }
   if (knownRun.last) await recordKnown(deps, job, cursor, knownRun.lines, knownRun.last);
@@ -296,26 +387,29 @@ async function recordKnown(deps: ProcessDeps, job: JobRow, cursor: { line: numbe
  * Returns how many lines proved unchanged.
  */
 async function commitLines(
-  deps: ProcessDeps, job: JobRow, cursor: { line: number }, part: PreparedBatch, known: ReadonlyMap<number, string>,
+  deps: ProcessDeps, job: JobRow, cursor: { line: number }, part: PreparedBatch, known: ReadonlyMap<number, string>, turn: BatchTurn,
 ): Promise<number> {
   try {
-    return await commitLinesOnce(deps, job, cursor, part, known, true);
+    return await commitLinesOnce(deps, job, cursor, part, known, turn, true);
   } catch (error) {
     if (!(error instanceof UnguardedWriteFailed)) throw error;
     deps.logger.debug({ jobId: job.id, err: error.cause }, 'import batch rolled back after a database error; writing it item by item');
-    return commitLinesOnce(deps, job, cursor, part, known, false);
+    return commitLinesOnce(deps, job, cursor, part, known, turn, false);
   }
 }
 
 async function commitLinesOnce(
-  deps: ProcessDeps, job: JobRow, cursor: { line: number }, part: PreparedBatch, known: ReadonlyMap<number, string>, unguarded: boolean,
+  deps: ProcessDeps, job: JobRow, cursor: { line: number }, part: PreparedBatch, known: ReadonlyMap<number, string>,
+  turn: BatchTurn, unguarded: boolean,
 ): Promise<number> {
   const last = part.lines.at(-1)!;
   const counts: BatchCounts = { processed: part.lines.length, succeeded: 0, failed: 0, unchanged: 0, created: 0, updated: 0 };
   await deps.orm.em.fork().transactional(async (tx) => {
     const { valueLines, items, lineErrors, unchanged } = linesToUpsert(part, known);
     counts.unchanged = unchanged;
-    const entries = valueLines.length > 0 ? await upsertPrepared(tx, job.catalog_id, items, { dryRun: job.dry_run, unguarded }) : [];
+    const entries = valueLines.length > 0
+      ? await upsertPrepared(tx, job.catalog_id, items, { dryRun: job.dry_run, unguarded, beforeWrite: turn.beforeWrite }) : [];
+    turn.wrote();
     const batchErrors = [...lineErrors];
     entries.forEach((entry, i) => {
       if (entry.status === 'error') {
@@ -332,6 +426,7 @@ async function commitLinesOnce(
       }
     });
     counts.failed = batchErrors.length;
+    await turn.aheadCommitted;
     await recordBatch(tx, job, cursor, last, counts, batchErrors);
   });
   cursor.line = last.lineNumber;

@@ -34,6 +34,12 @@ export interface UpsertOptions {
    * isolated as usual (import batches, where a failing write is rare).
    */
   unguarded?: boolean;
+  /**
+   * Called with what the lookup found, before anything is written: resolves once writing may
+   * start, `true` when the lookup must be made again first because what it found may have
+   * changed meanwhile (an import batch written while the batch ahead of it commits).
+   */
+  beforeWrite?: (found: Lookup) => Promise<boolean>;
 }
 
 /** A write failed under `unguarded`: the caller's transaction is aborted and must be retried without it. */
@@ -111,7 +117,8 @@ async function upsertRound(
   round: readonly ValidInput[],
   options: UpsertOptions,
 ): Promise<UpsertEntry[]> {
-  const found = await lookup(em, catalogId, round.map((r) => r.item), options.returnStored);
+  let found = await lookup(em, catalogId, round.map((r) => r.item), options.returnStored);
+  while (await options.beforeWrite?.(found)) found = await lookup(em, catalogId, round.map((r) => r.item), options.returnStored);
   const results: UpsertEntry[] = [];
   const candidates: Array<{ index: number; candidate: WriteCandidate }> = [];
   const claimedSkus = new Map<string, string>();

@@ -249,6 +249,58 @@ test('lines read together as stored are re-checked after a transaction among the
   assert.deepEqual(updated, ['K-X', 'K-X']);
 });
 
+test('batches in the database together keep the file\'s order: a SKU freed, a SKU claimed, an item twice, a new category', async () => {
+  const tenant = await service.newTenant();
+  expectData(await api.upsertItem(item('P-MOVER', { sku: 'SKU-FREED' }), opts(tenant)), 201);
+  // Four batches of new lines. Batch 2 shares no item or SKU with batch 1, so it may be in the
+  // database while batch 1 is; batch 4 names an item and a SKU of batch 3, so it may not.
+  const lines = Array.from({ length: 400 }, (_, i) => item(`P-${String(i + 1).padStart(3, '0')}`));
+  lines[9] = item('P-MOVER', { sku: 'SKU-MOVED', category: { name: 'Blocker' } }); // batch 1 frees SKU-FREED...
+  lines[19] = item('P-NEWCAT-1', { category: { name: 'Pipelined Category' } });
+  lines[109] = item('P-TAKER', { sku: 'SKU-FREED' }); // ...which batch 2 takes
+  lines[119] = item('P-NEWCAT-2', { category: { name: 'pipelined category' } });
+  lines[209] = item('P-TWICE', { name: 'first' });
+  lines[219] = item('P-CLAIMER', { sku: 'SKU-CLAIMED' });
+  lines[309] = item('P-TWICE', { name: 'second' });
+  lines[319] = item('P-LATE', { sku: 'SKU-CLAIMED' }); // the SKU is P-CLAIMER's since line 220
+  // Batch 1's write waits for this uncommitted category of the same name, so batch 2's lookup
+  // surely runs while batch 1 is in the database, before its commit frees SKU-FREED.
+  const blocker = await sqlClient(service.databaseUrl);
+  await blocker.query('BEGIN');
+  await blocker.query(`INSERT INTO categories (id, catalog_id, name, name_key) VALUES (gen_random_uuid(), $1, 'Blocker', 'blocker')`, [tenant.catalogId]);
+  const release = (async () => {
+    const deadline = Date.now() + 30_000;
+    while (Date.now() < deadline) {
+      const waiting = await sql.query(`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`);
+      if (waiting.rows.length > 0) break;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    await new Promise((r) => setTimeout(r, 500));
+    await blocker.query('COMMIT');
+    await blocker.end();
+  })();
+  const job = await runImport(opts(tenant), jsonl(lines));
+  await release;
+  assert.equal(job.status, 'completed_with_errors');
+  assert.deepEqual(job.counts, { total: 400, processed: 400, succeeded: 399, failed: 1, unchanged: 0 });
+  assert.deepEqual((await allErrors(opts(tenant), job.id)).map((e) => [e.lineNumber, e.errorType, e.externalId]), [[320, 'conflict', 'P-LATE']]);
+  const { rows } = await sql.query(`SELECT i.external_id, i.sku, i.name, c.name AS category FROM items i LEFT JOIN categories c ON c.id = i.category_id
+    WHERE i.catalog_id = $1 AND i.external_id = ANY($2) ORDER BY i.external_id`,
+  [tenant.catalogId, ['P-MOVER', 'P-TAKER', 'P-TWICE', 'P-CLAIMER', 'P-NEWCAT-1', 'P-NEWCAT-2']]);
+  assert.deepEqual(rows, [
+    { external_id: 'P-CLAIMER', sku: 'SKU-CLAIMED', name: 'Item P-CLAIMER', category: 'Imported' },
+    { external_id: 'P-MOVER', sku: 'SKU-MOVED', name: 'Item P-MOVER', category: 'Blocker' },
+    { external_id: 'P-NEWCAT-1', sku: 'SKU-P-NEWCAT-1', name: 'Item P-NEWCAT-1', category: 'Pipelined Category' },
+    { external_id: 'P-NEWCAT-2', sku: 'SKU-P-NEWCAT-2', name: 'Item P-NEWCAT-2', category: 'Pipelined Category' },
+    { external_id: 'P-TAKER', sku: 'SKU-FREED', name: 'Item P-TAKER', category: 'Imported' },
+    { external_id: 'P-TWICE', sku: 'SKU-P-TWICE', name: 'second', category: 'Imported' },
+  ]);
+  const categories = await sql.query('SELECT name FROM categories WHERE catalog_id = $1 ORDER BY name', [tenant.catalogId]);
+  assert.deepEqual(categories.rows.map((r) => r.name), ['Blocker', 'Imported', 'Pipelined Category']);
+  assert.deepEqual((await events(tenant.catalogId, 'item.updated')).map((e) => e.resourceId), ['P-MOVER', 'P-TWICE']);
+  assert.equal((await events(tenant.catalogId, 'item.created')).length, 398);
+});
+
 test('a line the database refuses is a database line error; the rest of its batch is stored once, with one event each', async () => {
   const tenant = await service.newTenant();
   // A constraint only this test's item breaks: the write of its batch fails in Postgres, not in validation.
