@@ -117,8 +117,9 @@ async function upsertRound(
   round: readonly ValidInput[],
   options: UpsertOptions,
 ): Promise<UpsertEntry[]> {
-  let found = await lookup(em, catalogId, round.map((r) => r.item), options.returnStored);
-  while (await options.beforeWrite?.(found)) found = await lookup(em, catalogId, round.map((r) => r.item), options.returnStored);
+  const items = round.map((r) => r.item);
+  let found = await lookup(em, catalogId, items, options.returnStored);
+  while (await options.beforeWrite?.(found)) found = await lookup(em, catalogId, items, options.returnStored);
   const results: UpsertEntry[] = [];
   const candidates: Array<{ index: number; candidate: WriteCandidate }> = [];
   const claimedSkus = new Map<string, string>();
