@@ -1,5 +1,5 @@
 // Outgoing e-mail, configured once: nodemailer over SMTP_URL, or .eml files in <dataDir>/mail when no SMTP server is set.
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import nodemailer from 'nodemailer';
 import type { Config } from '../config/config.ts';
@@ -37,7 +37,9 @@ export function createMailer(config: Pick<Config, 'smtpUrl' | 'mailFrom' | 'data
       const info = await transport.sendMail({ from: config.mailFrom, ...message });
       await mkdir(folder, { recursive: true });
       const file = join(folder, `${new Date().toISOString().replaceAll(':', '-')}-${String(info.messageId).replace(/[^A-Za-z0-9.@-]/g, '')}.eml`);
-      await writeFile(file, info.message as Buffer);
+      // Written aside, then renamed: whoever watches the folder never reads a half-written message.
+      await writeFile(`${file}.part`, info.message as Buffer);
+      await rename(`${file}.part`, file);
       log.info({ to: message.to, subject: message.subject, file }, 'no SMTP_URL: mail written to a file');
     },
     close: () => transport.close(),
