@@ -1,8 +1,8 @@
 // API keys: issued and revoked by the operator; only a key's SHA-256 is ever stored.
 import { createHash, randomBytes } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { v7 as uuidv7 } from 'uuid';
 import { ApiKey } from '../../platform/db/entities/catalogs.ts';
+import { newId } from '../../platform/ids.ts';
 import { notFound, validationError } from '../errors.ts';
 
 export const SCOPES = ['catalog:read', 'catalog:write', 'bulk_import:manage', 'webhooks:manage', 'stock:write'] as const;
@@ -44,7 +44,7 @@ export async function createApiKey(
   if (details.length > 0) throw validationError(details);
   const key = `cat_live_${randomToken()}`;
   const record = em.create(ApiKey, {
-    id: uuidv7(),
+    id: newId(),
     catalogId: input.catalogId,
     keyHash: hashKey(key),
     keyPrefix: key.slice(0, 13),

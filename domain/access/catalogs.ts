@@ -1,7 +1,7 @@
 // Catalogs: the tenants. Every API key, item, job and webhook belongs to exactly one.
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { v7 as uuidv7 } from 'uuid';
 import { Catalog } from '../../platform/db/entities/catalogs.ts';
+import { newId } from '../../platform/ids.ts';
 import { conflict, notFound, validationError } from '../errors.ts';
 
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
@@ -14,7 +14,7 @@ export async function createCatalog(em: EntityManager, input: { name: string; ow
   if (!EMAIL.test(input.ownerEmail)) details.push({ path: 'ownerEmail', message: 'must be an e-mail address' });
   if (details.length > 0) throw validationError(details);
   if (await em.findOne(Catalog, { name })) throw conflict(`A catalog named "${name}" already exists.`);
-  const catalog = em.create(Catalog, { id: uuidv7(), name, ownerEmail: input.ownerEmail.trim(), createdAt: new Date() });
+  const catalog = em.create(Catalog, { id: newId(), name, ownerEmail: input.ownerEmail.trim(), createdAt: new Date() });
   await em.flush();
   return catalog;
 }

@@ -1,5 +1,5 @@
 // Builds domain events and appends them to the outbox table inside the caller's own database transaction.
-import { v7 } from 'uuid';
+import { newId } from '../../platform/ids.ts';
 import { TOPICS } from '../../platform/kafka/topics.ts';
 
 /** Event types of the spec's webhook catalogue (variant.* are marked as future there). */
@@ -65,7 +65,7 @@ const ROWS_PER_INSERT = 1000;
 /** A new event with a time-ordered UUIDv7 id (the webhook event id and the Kafka `event-id` header). */
 export function domainEvent<TData extends object>(input: DomainEventInput<TData>): DomainEvent<TData> {
   return {
-    id: v7(),
+    id: newId(),
     type: input.type,
     catalogId: input.catalogId,
     resourceId: input.resourceId,
@@ -93,7 +93,7 @@ export function messageRow(input: { topic: string; key: string; body: unknown; e
   return {
     topic: input.topic,
     key: input.key,
-    eventId: input.eventId ?? v7(),
+    eventId: input.eventId ?? newId(),
     payload: JSON.stringify(input.body),
     ...(input.headers ? { headers: input.headers } : {}),
   };

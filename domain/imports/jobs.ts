@@ -1,7 +1,7 @@
 // Import jobs: creation with its signed upload address, reads, start, cancel, and the terminal event.
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { newId } from '../../platform/ids.ts';
 import { decodeCursor, encodeCursor } from '../pagination.ts';
-import { v7 as uuidv7 } from 'uuid';
 import type { ImportCreated, ImportJob } from '../../generated/client.ts';
 import type { ObjectStorage } from '../../platform/storage/storage.ts';
 import { importPath } from '../../platform/storage/storage.ts';
@@ -62,7 +62,7 @@ export async function createImport(
   }
   return inTransaction(em, async (tx) => {
     await assertCapacity(tx, catalogId);
-    const jobId = uuidv7();
+    const jobId = newId();
     const storagePath = importPath(catalogId, jobId);
     await tx.execute(
       `INSERT INTO import_jobs (id, catalog_id, status, dry_run, file_size_bytes, storage_path, upload_expires_at)

@@ -6,8 +6,8 @@ import { join } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import { finished } from 'node:stream/promises';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { v7 as uuidv7 } from 'uuid';
 import type { ImportRetryCreated } from '../../generated/client.ts';
+import { newId } from '../../platform/ids.ts';
 import type { ObjectStorage } from '../../platform/storage/storage.ts';
 import { importPath } from '../../platform/storage/storage.ts';
 import { conflict } from '../errors.ts';
@@ -25,7 +25,7 @@ export async function retryImport(em: EntityManager, storage: ObjectStorage, cat
   if (rows.length === 0) throw conflict('job has no failed lines to retry', [{ path: 'errorCount', message: 'is 0' }]);
   await assertCapacity(em, catalogId, false);
 
-  const newJobId = uuidv7();
+  const newJobId = newId();
   const storagePath = importPath(catalogId, newJobId);
   const folder = await mkdtemp(join(tmpdir(), 'catalog-retry-'));
   try {

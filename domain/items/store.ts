@@ -1,9 +1,9 @@
 // The SQL of the upsert path: one lookup and one write per batch, whatever its size.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { prepared, query } from '../../platform/db/sql.ts';
+import { newId } from '../../platform/ids.ts';
 import { TOPICS } from '../../platform/kafka/topics.ts';
 import { OUTBOX_CHANNEL } from '../events/outbox.ts';
-import { v7 as uuidv7 } from 'uuid';
 import type { NormalizedItem } from './payload.ts';
 import { ITEM_SELECT, itemColumns } from './view.ts';
 import type { ItemRow } from './view.ts';
@@ -305,7 +305,7 @@ export async function writeItems(em: EntityManager, catalogId: string, candidate
     const categoryKey = item.category ? nameKey(item.category.name) : null;
     const brandKey = item.brand ? nameKey(item.brand.name) : null;
     return {
-      ord, id, ev: uuidv7(), at: now, s: item.externalSystem, e: item.externalId, sku: item.sku, name: item.name,
+      ord, id, ev: newId(), at: now, s: item.externalSystem, e: item.externalId, sku: item.sku, name: item.name,
       description: item.description, price: item.price, cost: item.cost, weight: item.weight,
       gtin13: item.gtin13, ncm: item.ncm,
       ck: categoryKey, cid: categoryKey === null ? null : names.categories.get(categoryKey) ?? null,

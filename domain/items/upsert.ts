@@ -1,7 +1,7 @@
 // The one upsert path: single upserts, bulk upserts and import lines all come through here.
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { v7 as uuidv7 } from 'uuid';
 import { query } from '../../platform/db/sql.ts';
+import { newId } from '../../platform/ids.ts';
 import { ProductError, conflict, validationError } from '../errors.ts';
 import type { ErrorDetail } from '../errors.ts';
 import { registerMedia } from '../media/register.ts';
@@ -140,10 +140,10 @@ async function upsertRound(
       claimedSkus.set(item.sku, key);
     }
     if (options.dryRun) {
-      results.push({ index, status: existing ? 'updated' : 'created', serviceId: existing?.id ?? uuidv7(), item });
+      results.push({ index, status: existing ? 'updated' : 'created', serviceId: existing?.id ?? newId(), item });
       continue;
     }
-    candidates.push({ index, candidate: { id: existing?.id ?? uuidv7(), item, ...(fingerprint === undefined ? {} : { fingerprint }) } });
+    candidates.push({ index, candidate: { id: existing?.id ?? newId(), item, ...(fingerprint === undefined ? {} : { fingerprint }) } });
   }
   if (candidates.length === 0) return results;
   try {
@@ -223,7 +223,7 @@ function newNames(items: readonly NormalizedItem[], found: Lookup) {
     for (const [named, known, fresh] of [[item.category, found.categories, newCategories], [item.brand, found.brands, newBrands]] as const) {
       if (!named) continue;
       const key = nameKey(named.name);
-      if (!known.has(key) && !fresh.has(key)) fresh.set(key, { id: uuidv7(), name: named.name, key });
+      if (!known.has(key) && !fresh.has(key)) fresh.set(key, { id: newId(), name: named.name, key });
     }
   }
   return { categories: found.categories, brands: found.brands, newCategories: [...newCategories.values()], newBrands: [...newBrands.values()] };

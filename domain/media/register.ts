@@ -1,10 +1,10 @@
 // Media registration on the upsert path: the written items' URLs become assets, and only new or stale assets are queued for download.
+import { newId } from '../../platform/ids.ts';
 import { TOPICS } from '../../platform/kafka/topics.ts';
 import { messageRow, writeOutbox } from '../events/outbox.ts';
 import type { SqlExecutor } from '../events/outbox.ts';
 import type { NormalizedItem } from '../items/payload.ts';
 import type { WrittenRow } from '../items/store.ts';
-import { v7 as uuidv7 } from 'uuid';
 
 /** A message on catalog.media.v1 (key = sourceUrlHash). */
 export interface MediaJob {
@@ -64,7 +64,7 @@ export async function registerMedia(
   }
   if (assets.size === 0) return;
   // Sorted by hash: concurrent upserts lock shared asset rows in one order and cannot deadlock.
-  const rows = [...assets].sort(([a], [b]) => (a < b ? -1 : 1)).map(([hash, a]) => ({ id: uuidv7(), h: hash, u: a.url }));
+  const rows = [...assets].sort(([a], [b]) => (a < b ? -1 : 1)).map(([hash, a]) => ({ id: newId(), h: hash, u: a.url }));
   const registered = await execute(
     `INSERT INTO media_assets AS a (id, catalog_id, source_url, source_url_hash)
       SELECT r.id, ?, r.u, r.h FROM jsonb_to_recordset(?::jsonb) AS r(id uuid, h text, u text)

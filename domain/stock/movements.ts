@@ -1,7 +1,7 @@
 // Stock movements: signed quantities applied atomically to an item's on-hand, with stock.adjusted.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { StockMovement, StockReason } from '../../generated/client.ts';
-import { v7 as uuidv7 } from 'uuid';
+import { newId } from '../../platform/ids.ts';
 import { domainEvent, eventRow, writeOutbox } from '../events/outbox.ts';
 import { notFound, unprocessable } from '../errors.ts';
 import { decodeCursor, encodeCursor } from '../pagination.ts';
@@ -72,7 +72,7 @@ export async function recordMovement(
       `INSERT INTO stock_movements (id, catalog_id, item_id, quantity, reason, reference, occurred_at, on_hand_after)
        VALUES (?, ?, ?, ?, ?, ?, coalesce(?::timestamptz, now()), ?)
        RETURNING id, quantity, reason, reference, ${isoTime('occurred_at')} AS occurred_at, ${isoTime('created_at')} AS created_at, on_hand_after`,
-      [uuidv7(), catalogId, item.id, input.quantity, input.reason, input.reference ?? null, input.occurredAt ?? null, item.on_hand],
+      [newId(), catalogId, item.id, input.quantity, input.reason, input.reference ?? null, input.occurredAt ?? null, item.on_hand],
     );
     const movement = view(row!);
     await writeOutbox((sql, params) => tx.execute(sql, params), [eventRow(domainEvent({

@@ -1,8 +1,8 @@
 // Webhook subscriptions: create, read, change, delete, rotate the secret, resume after disabling.
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { v7 as uuidv7 } from 'uuid';
 import type { EventSubscription, Webhook as WebhookView, WebhookCreated } from '../../generated/client.ts';
 import { Webhook } from '../../platform/db/entities/webhooks.ts';
+import { newId } from '../../platform/ids.ts';
 import { notFound, validationError } from '../errors.ts';
 import { decodeCursor, encodeCursor } from '../pagination.ts';
 import { DELIVERY_CHANNEL } from './delivery-queue.ts';
@@ -55,7 +55,7 @@ export async function createWebhook(em: EntityManager, rules: TargetRules, catal
   const url = await checkTargetUrl(input.url, rules);
   const now = new Date();
   const webhook = em.create(Webhook, {
-    id: uuidv7(),
+    id: newId(),
     catalogId,
     url,
     events,
