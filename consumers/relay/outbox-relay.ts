@@ -12,6 +12,15 @@ export interface OutboxRelayOptions {
   readonly kafka: KafkaClient;
   readonly logger: Logger;
   readonly batchSize?: number;
+  /**
+   * While writers are busy, how long to wait before the next claim, so that it publishes what
+   * several commits wrote in one Kafka request and one claim. "Busy": the last claim found at
+   * least `lingerAfterRows` rows but did not fill a batch (an import commits 100 items and their
+   * events every few milliseconds). After a smaller claim the relay waits for the next NOTIFY
+   * instead, so an event written alone is published at once.
+   */
+  readonly lingerMs?: number;
+  readonly lingerAfterRows?: number;
   /** Fallback poll when no NOTIFY arrives (a lost LISTEN connection, a writer with notify off). */
   readonly pollIntervalMs?: number;
   readonly maxBackoffMs?: number;
@@ -76,6 +85,8 @@ function toMessage(row: OutboxRecord): Message {
 export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
   const log = options.logger.child({ component: 'outbox-relay' });
   const batchSize = options.batchSize ?? 500;
+  const lingerMs = options.lingerMs ?? 40;
+  const lingerAfterRows = options.lingerAfterRows ?? 50;
   const pollIntervalMs = options.pollIntervalMs ?? 1000;
   const maxBackoffMs = options.maxBackoffMs ?? 30_000;
   const retentionMs = options.retentionMs ?? 24 * 3600_000;
@@ -208,8 +219,11 @@ export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
         if (backoff > 0) log.info({ sent }, 'outbox relay recovered');
         backoff = 0;
         await cleanup();
-        // A full batch means more rows are waiting: go again without napping.
-        if (sent < batchSize) await nap(pollIntervalMs, true);
+        // A full batch means more rows are waiting: go again without napping. A big partial one
+        // means writers are busy: let the next claim gather what they commit meanwhile.
+        if (sent >= batchSize) continue;
+        if (sent >= lingerAfterRows) await nap(lingerMs, false);
+        else await nap(pollIntervalMs, true);
       } catch (error) {
         stats.failures += 1;
         stats.lastError = error instanceof Error ? error.message : String(error);
@@ -230,7 +244,7 @@ export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
       // Listening before the first claim: a commit after that claim's snapshot is then always notified.
       await listen().catch((error: unknown) => log.warn({ err: error }, 'outbox LISTEN failed; polling'));
       loop = run();
-      log.info({ batchSize, pollIntervalMs }, 'outbox relay started');
+      log.info({ batchSize, lingerMs, pollIntervalMs }, 'outbox relay started');
     },
     async stop() {
       if (!running) return;

@@ -138,6 +138,38 @@ describe('outbox relay', () => {
     assertPublishedExactly(await readTopic(brokers, kafka.topic(TOPICS.events)), rows);
   });
 
+  test('while writers are busy the relay gathers several commits into one claim; an event written alone is published at once', async () => {
+    // This test's own relay, with a linger long enough to see; the file's relay comes back after.
+    await relay.stop();
+    const lingering = createOutboxRelay({ databaseUrl, kafka, logger, pollIntervalMs: 120_000, lingerMs: 3000, lingerAfterRows: 5 });
+    await lingering.start();
+    try {
+      const alone = [itemEvent(501)].map(eventRow);
+      await writeInTransaction(alone);
+      // A claim of fewer than lingerAfterRows rows is followed by a wait for NOTIFY, not by the linger.
+      await waitUntil('the lone event to be published', async () => (await unsentCount()) === 0, 2000);
+      const first = Array.from({ length: 5 }, (_, i) => eventRow(itemEvent(510 + i)));
+      await writeInTransaction(first);
+      await waitUntil('the first busy commit to be published', async () => (await unsentCount()) === 0, 2000);
+      const claimsBefore = lingering.stats.batches;
+      // Three commits while the relay lingers after a claim of 5 rows: one claim publishes them all.
+      const more: OutboxRow[] = [];
+      for (let tx = 0; tx < 3; tx++) {
+        const rows = Array.from({ length: 5 }, (_, i) => eventRow(itemEvent(520 + tx * 5 + i)));
+        await writeInTransaction(rows);
+        more.push(...rows);
+      }
+      await waitUntil('the commits made during the linger to be published', async () => (await unsentCount()) === 0, 15_000);
+      assert.equal(lingering.stats.batches, claimsBefore + 1, 'the three commits went out in one claim');
+      assert.equal(lingering.stats.published, alone.length + first.length + more.length);
+      assertPublishedExactly(await readTopic(brokers, kafka.topic(TOPICS.events)), [...alone, ...first, ...more]);
+    } finally {
+      await lingering.stop();
+      relay = createOutboxRelay({ databaseUrl, kafka, logger, pollIntervalMs: 120_000, maxBackoffMs: 2000 });
+      await relay.start();
+    }
+  });
+
   test('events written while the broker is down are all published once it is back', async (t) => {
     const failuresBefore = relay.stats.failures;
     await broker.stop();
