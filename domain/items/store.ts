@@ -299,9 +299,24 @@ const WRITE_ITEMS_RETURNING_STORED = prepared(writeStatement(true));
  * With `stored`, each row returned is the written item's StoredRow (ItemRow columns and
  * `inserted`), with the names as stored (a category first spelled otherwise keeps that spelling).
  */
-export async function writeItems(em: EntityManager, catalogId: string, candidates: readonly WriteCandidate[], names: Names, stored: boolean): Promise<WrittenRow[]> {
+export async function writeItems(em: EntityManager, catalogId: string, input: WriteInput, stored: boolean): Promise<WrittenRow[]> {
+  return query<WrittenRow>(em, stored ? WRITE_ITEMS_RETURNING_STORED : WRITE_ITEMS,
+    [catalogId, JSON.stringify(input.names.newCategories), JSON.stringify(input.names.newBrands), input.rows, TOPICS.events, OUTBOX_CHANNEL],
+  );
+}
+
+/** What writeItems sends: built apart, so a caller can build it while it waits for its turn to write. */
+export interface WriteInput {
+  readonly candidates: readonly WriteCandidate[];
+  readonly names: Names;
+  /** The rows, as the statement's JSON input. */
+  readonly rows: string;
+}
+
+/** The write statement's input for `candidates`: ids for their events, and the ids of the names known. */
+export function writeInput(candidates: readonly WriteCandidate[], names: Names): WriteInput {
   const now = new Date().toISOString();
-  const input = JSON.stringify(candidates.map(({ id, item, fingerprint }, ord) => {
+  const rows = JSON.stringify(candidates.map(({ id, item, fingerprint }, ord) => {
     const categoryKey = item.category ? nameKey(item.category.name) : null;
     const brandKey = item.brand ? nameKey(item.brand.name) : null;
     return {
@@ -315,7 +330,5 @@ export async function writeItems(em: EntityManager, catalogId: string, candidate
       ts: item.trackStock, h: item.contentHash, f: fingerprint ?? null,
     };
   }));
-  return query<WrittenRow>(em, stored ? WRITE_ITEMS_RETURNING_STORED : WRITE_ITEMS,
-    [catalogId, JSON.stringify(names.newCategories), JSON.stringify(names.newBrands), input, TOPICS.events, OUTBOX_CHANNEL],
-  );
+  return { candidates, names, rows };
 }

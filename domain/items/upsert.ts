@@ -7,8 +7,8 @@ import type { ErrorDetail } from '../errors.ts';
 import { registerMedia } from '../media/register.ts';
 import { normalizeItem } from './payload.ts';
 import type { NormalizeResult, NormalizedItem } from './payload.ts';
-import { identityKey, lookup, nameKey, writeItems } from './store.ts';
-import type { Lookup, NewName, StoredRow, WriteCandidate, WrittenRow } from './store.ts';
+import { identityKey, lookup, nameKey, writeInput, writeItems } from './store.ts';
+import type { Lookup, NewName, StoredRow, WriteCandidate, WriteInput, WrittenRow } from './store.ts';
 import type { ItemRow } from './view.ts';
 
 export type UpsertOutcome = 'created' | 'updated' | 'unchanged';
@@ -119,7 +119,39 @@ async function upsertRound(
 ): Promise<UpsertEntry[]> {
   const items = round.map((r) => r.item);
   let found = await lookup(em, catalogId, items, options.returnStored);
-  while (await options.beforeWrite?.(found)) found = await lookup(em, catalogId, items, options.returnStored);
+  let { results, candidates, input } = decide(round, found, options);
+  while (await options.beforeWrite?.(found)) {
+    found = await lookup(em, catalogId, items, options.returnStored);
+    ({ results, candidates, input } = decide(round, found, options));
+  }
+  if (input === undefined) return results;
+  try {
+    results.push(...await writeBatch(em, catalogId, candidates, input, options));
+  } catch (error) {
+    if (!isDatabaseError(error)) throw error;
+    if (options.unguarded && em.isInTransaction()) throw new UnguardedWriteFailed(error);
+    // A concurrent writer took a SKU between lookup and write, or a row broke a constraint:
+    // find the culprit by writing one item at a time, each in its own savepoint.
+    for (const one of candidates) {
+      try {
+        const alone = await lookup(em, catalogId, [one.candidate.item]);
+        results.push(...await writeBatch(em, catalogId, [one], writeInput([one.candidate], newNames([one.candidate.item], alone))));
+      } catch (itemError) {
+        if (!isDatabaseError(itemError)) throw itemError;
+        const prefix = options.pathPrefix?.(one.index);
+        results.push({ index: one.index, status: 'error', externalId: one.candidate.item.externalId, error: databaseError(itemError, one.candidate.item, prefix) });
+      }
+    }
+  }
+  return results;
+}
+
+/**
+ * Each item's outcome as far as the lookup decides it (unchanged, a SKU conflict, or created and
+ * updated in a dry run) and the write of the others, built ahead: UpsertOptions.beforeWrite may
+ * then keep it waiting for its turn without the build adding to the wait.
+ */
+function decide(round: readonly ValidInput[], found: Lookup, options: UpsertOptions) {
   const results: UpsertEntry[] = [];
   const candidates: Array<{ index: number; candidate: WriteCandidate }> = [];
   const claimedSkus = new Map<string, string>();
@@ -145,25 +177,9 @@ async function upsertRound(
     }
     candidates.push({ index, candidate: { id: existing?.id ?? newId(), item, ...(fingerprint === undefined ? {} : { fingerprint }) } });
   }
-  if (candidates.length === 0) return results;
-  try {
-    results.push(...await writeBatch(em, catalogId, candidates, found, options));
-  } catch (error) {
-    if (!isDatabaseError(error)) throw error;
-    if (options.unguarded && em.isInTransaction()) throw new UnguardedWriteFailed(error);
-    // A concurrent writer took a SKU between lookup and write, or a row broke a constraint:
-    // find the culprit by writing one item at a time, each in its own savepoint.
-    for (const one of candidates) {
-      try {
-        results.push(...await writeBatch(em, catalogId, [one], await lookup(em, catalogId, [one.candidate.item])));
-      } catch (itemError) {
-        if (!isDatabaseError(itemError)) throw itemError;
-        const prefix = options.pathPrefix?.(one.index);
-        results.push({ index: one.index, status: 'error', externalId: one.candidate.item.externalId, error: databaseError(itemError, one.candidate.item, prefix) });
-      }
-    }
-  }
-  return results;
+  const writing = candidates.map((c) => c.candidate);
+  const input = writing.length === 0 ? undefined : writeInput(writing, newNames(writing.map((c) => c.item), found));
+  return { results, candidates, input };
 }
 
 /**
@@ -176,16 +192,15 @@ async function writeBatch(
   em: EntityManager,
   catalogId: string,
   candidates: Array<{ index: number; candidate: WriteCandidate }>,
-  found: Lookup,
+  input: WriteInput,
   { returnStored = false, unguarded = false }: Pick<UpsertOptions, 'returnStored' | 'unguarded'> = {},
 ): Promise<UpsertEntry[]> {
   const items = candidates.map((c) => c.candidate.item);
   const hasMedia = items.some((item) => item.media.length > 0);
-  const names = newNames(items, found);
   const write = async (tx: EntityManager, savepoint: boolean): Promise<WrittenRow[]> => {
     if (savepoint) await query(tx, 'SAVEPOINT upsert_items');
     try {
-      const rows = await writeItems(tx, catalogId, candidates.map((c) => c.candidate), names, returnStored);
+      const rows = await writeItems(tx, catalogId, input, returnStored);
       // The stored rows' media states are right already: registering adds only pending assets.
       if (hasMedia) await registerMedia((sql, params) => tx.execute(sql, params), catalogId, rows, items);
       if (savepoint) await query(tx, 'RELEASE SAVEPOINT upsert_items');
