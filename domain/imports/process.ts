@@ -9,9 +9,9 @@ import type { ObjectStorage } from '../../platform/storage/storage.ts';
 import { normalizeItem } from '../items/payload.ts';
 import type { NormalizeResult } from '../items/payload.ts';
 import { identityKey, itemsByFingerprint } from '../items/store.ts';
-import type { Lookup } from '../items/store.ts';
-import { UnguardedWriteFailed, addNormalized, upsertPrepared } from '../items/upsert.ts';
-import type { PreparedItems } from '../items/upsert.ts';
+import type { Lookup, WriteRider, WriteRiderSql } from '../items/store.ts';
+import { RiderRefused, UnguardedWriteFailed, addNormalized, upsertPrepared } from '../items/upsert.ts';
+import type { PreparedItems, UpsertEntry } from '../items/upsert.ts';
 import { lineFingerprint } from './fingerprint.ts';
 import { IMPORT_LOCK_SPACE, MAX_FILE_BYTES, finishJob } from './jobs.ts';
 import { readLines, scanFile } from './line-reader.ts';
@@ -218,7 +218,9 @@ function sharesKeys(ahead: BatchAhead, keys: BatchKeys): boolean {
  *   category or brand the batch ahead created, released by that batch's commit, and that batch
  *   never waits for it;
  * - it records its counters and cursor once the batch ahead committed, and rolls back when that
- *   batch did, so batches commit in file order.
+ *   batch did, so batches commit in file order. A batch whose write carries its counters and
+ *   cursor (commitInOneStatement) therefore writes only once the batch ahead committed, and
+ *   writes nothing when that batch failed.
  */
 interface BatchTurn {
   /** Settles once this batch's items are written (or its commit settled without writing). */
@@ -226,6 +228,8 @@ interface BatchTurn {
   readonly wrote: () => void;
   /** UpsertOptions.beforeWrite: waits for the batch ahead to have written; true to look up again after its commit. */
   readonly beforeWrite: (found: Lookup) => Promise<boolean>;
+  /** The same for a write that commits the batch (commitInOneStatement): waits for the batch ahead to commit. */
+  readonly beforeCommittingWrite: (found: Lookup) => Promise<boolean>;
   /** The batch ahead's commit (resolved when there is none). */
   readonly aheadCommitted: Promise<void>;
 }
@@ -236,16 +240,24 @@ function batchTurn(ahead: BatchAhead | undefined): BatchTurn {
     wrote = () => resolve();
   });
   let lookedAgain = false;
+  const ownsAheadSku = (found: Lookup) => ahead !== undefined && [...found.skuOwners.values()].some((owner) => ahead.keys.identities.has(owner));
   const beforeWrite = async (found: Lookup): Promise<boolean> => {
     if (ahead === undefined || lookedAgain) return false;
     await ahead.written;
-    if (![...found.skuOwners.values()].some((owner) => ahead.keys.identities.has(owner))) return false;
+    if (!ownsAheadSku(found)) return false;
     lookedAgain = true;
     // Its failure fails this batch when it records its counters.
     await ahead.committed.catch(() => undefined);
     return true;
   };
-  return { written, wrote, beforeWrite, aheadCommitted: ahead?.committed ?? Promise.resolve() };
+  const beforeCommittingWrite = async (found: Lookup): Promise<boolean> => {
+    if (ahead === undefined || lookedAgain) return false;
+    // Its failure fails this batch before it writes anything.
+    await ahead.committed;
+    lookedAgain = true;
+    return ownsAheadSku(found);
+  };
+  return { written, wrote, beforeWrite, beforeCommittingWrite, aheadCommitted: ahead?.committed ?? Promise.resolve() };
 }
 
 /** A line read: parsed, validated and normalized, or its line error. */
@@ -382,8 +394,9 @@ async function recordKnown(deps: ProcessDeps, job: JobRow, cursor: { line: numbe
 
 /**
  * One transaction: the lines that are not all stored already, through the upsert path. Written
- * first without savepoints; should a write fail in the database (rare: a constraint, a concurrent
- * writer), the transaction rolls back and the lines go through again with each item isolated.
+ * first in one statement (commitInOneStatement) when the items allow it, otherwise without
+ * savepoints; should a write fail in the database (rare: a constraint, a concurrent writer), it
+ * rolls back and the lines go through again in a transaction, each item's write isolated.
  * Returns how many lines proved unchanged.
  */
 async function commitLines(
@@ -402,36 +415,121 @@ async function commitLinesOnce(
   deps: ProcessDeps, job: JobRow, cursor: { line: number }, part: PreparedBatch, known: ReadonlyMap<number, string>,
   turn: BatchTurn, unguarded: boolean,
 ): Promise<number> {
+  const lines = linesToUpsert(part, known);
+  if (unguarded && !job.dry_run && writesInOneStatement(lines.items)) return commitInOneStatement(deps, job, cursor, part, lines, turn);
   const last = part.lines.at(-1)!;
-  const counts: BatchCounts = { processed: part.lines.length, succeeded: 0, failed: 0, unchanged: 0, created: 0, updated: 0 };
+  let counts: BatchCounts | undefined;
   await deps.orm.em.fork().transactional(async (tx) => {
-    const { valueLines, items, lineErrors, unchanged } = linesToUpsert(part, known);
-    counts.unchanged = unchanged;
-    const entries = valueLines.length > 0
-      ? await upsertPrepared(tx, job.catalog_id, items, { dryRun: job.dry_run, unguarded, beforeWrite: turn.beforeWrite }) : [];
+    const entries = lines.valueLines.length > 0
+      ? await upsertPrepared(tx, job.catalog_id, lines.items, { dryRun: job.dry_run, unguarded, beforeWrite: turn.beforeWrite }) : [];
     turn.wrote();
-    const batchErrors = [...lineErrors];
-    entries.forEach((entry, i) => {
-      if (entry.status === 'error') {
-        const line = valueLines[i]!;
-        batchErrors.push({
-          lineNumber: line.lineNumber, externalId: entry.externalId, errorType: errorTypeOf(entry.error),
-          errorMessage: errorMessageOf(entry.error), rawLine: rawLineOf(line),
-        });
-      } else if (entry.status === 'unchanged') counts.unchanged += 1;
-      else {
-        counts.succeeded += 1;
-        if (entry.status === 'created') counts.created += 1;
-        else counts.updated += 1;
-      }
-    });
-    counts.failed = batchErrors.length;
+    const outcome = outcomeOf(part, lines, entries);
+    counts = outcome.counts;
     await turn.aheadCommitted;
-    await recordBatch(tx, job, cursor, last, counts, batchErrors);
+    await recordBatch(tx, job, cursor, last, outcome.counts, outcome.batchErrors);
   });
+  cursor.line = last.lineNumber;
+  return counts!.unchanged;
+}
+
+/** True when the items write in one round (no item twice) without media: in one statement. */
+function writesInOneStatement(items: PreparedItems): boolean {
+  const identities = new Set<string>();
+  for (const { item } of items.valid) {
+    const identity = identityKey(item.externalSystem, item.externalId);
+    if (item.media.length > 0 || identities.has(identity)) return false;
+    identities.add(identity);
+  }
+  return true;
+}
+
+/**
+ * The batch as one statement, which is its transaction: the items' write carries the batch's
+ * line errors, counters and cursor (RECORD_WITH_WRITE, a rider of the upsert path's write), so
+ * the batch sends no BEGIN, COMMIT or counters statement of its own: three statements of six.
+ * The rider's gate is RECORD_BATCH's condition: when the job was cancelled meanwhile or another
+ * processor moved the cursor, the statement writes nothing. A batch that writes no item records
+ * its counters alone, one statement too.
+ */
+async function commitInOneStatement(
+  deps: ProcessDeps, job: JobRow, cursor: { line: number }, part: PreparedBatch, lines: LinesToUpsert, turn: BatchTurn,
+): Promise<number> {
+  const last = part.lines.at(-1)!;
+  const em = deps.orm.em.fork();
+  let ridden = false;
+  const rider = (decided: readonly UpsertEntry[], writing: number): WriteRider => {
+    ridden = true;
+    const known = outcomeOf(part, lines, [...lines.items.entries.filter((entry) => entry !== undefined), ...decided]);
+    return {
+      sql: RECORD_WITH_WRITE,
+      params: [job.id, cursor.line, errorsJson(known.batchErrors), known.counts.processed, known.counts.failed, known.counts.unchanged,
+        writing, last.lineNumber, last.endOffset],
+    };
+  };
+  let entries: UpsertEntry[] = [];
+  try {
+    if (lines.valueLines.length > 0) {
+      entries = await upsertPrepared(em, job.catalog_id, lines.items, { unguarded: true, beforeWrite: turn.beforeCommittingWrite, rider });
+    }
+  } catch (error) {
+    throw error instanceof RiderRefused ? new JobStopped() : error;
+  }
+  turn.wrote();
+  const { counts, batchErrors } = outcomeOf(part, lines, entries);
+  if (!ridden) {
+    await turn.aheadCommitted;
+    await recordBatch(em, job, cursor, last, counts, batchErrors);
+  }
   cursor.line = last.lineNumber;
   return counts.unchanged;
 }
+
+type LinesToUpsert = ReturnType<typeof linesToUpsert>;
+
+/** A batch's counters and line errors, given the entries of its lines that went through the upsert path (by position). */
+function outcomeOf(part: PreparedBatch, { valueLines, lineErrors, unchanged }: LinesToUpsert, entries: readonly UpsertEntry[]) {
+  const counts: BatchCounts = { processed: part.lines.length, succeeded: 0, failed: 0, unchanged, created: 0, updated: 0 };
+  const batchErrors = [...lineErrors];
+  for (const entry of entries) {
+    if (entry.status === 'error') {
+      const line = valueLines[entry.index]!;
+      batchErrors.push({
+        lineNumber: line.lineNumber, externalId: entry.externalId, errorType: errorTypeOf(entry.error),
+        errorMessage: errorMessageOf(entry.error), rawLine: rawLineOf(line),
+      });
+    } else if (entry.status === 'unchanged') counts.unchanged += 1;
+    else {
+      counts.succeeded += 1;
+      if (entry.status === 'created') counts.created += 1;
+      else counts.updated += 1;
+    }
+  }
+  counts.failed = batchErrors.length;
+  return { counts, batchErrors };
+}
+
+const errorsJson = (errors: readonly LineError[]) =>
+  JSON.stringify(errors.map((e) => ({ l: e.lineNumber, x: e.externalId, t: e.errorType, m: e.errorMessage, r: e.rawLine })));
+
+// RECORD_BATCH as a rider of the items' write ($7 on): the same gate, errors and counters, with
+// `succeeded` and the unchanged the write finds (a concurrent writer stored the same content
+// first) counted from the rows it wrote. $12 is the unchanged known before it, $13 the items it sends.
+const RECORD_WITH_WRITE: WriteRiderSql = {
+  gate: `gate AS (SELECT id FROM import_jobs WHERE id = $7 AND status = 'processing' AND resume_line = $8 FOR NO KEY UPDATE)`,
+  ctes: `line_errors AS (
+      INSERT INTO import_errors (job_id, line_number, external_id, error_type, error_message, raw_line)
+      SELECT gate.id, e.l, e.x, e.t, e.m, e.r FROM gate, jsonb_to_recordset($9::jsonb) AS e(l int, x text, t text, m text, r text)
+      ON CONFLICT (job_id, line_number) DO NOTHING
+    ), recorded AS (
+      UPDATE import_jobs j SET processed = processed + $10, succeeded = succeeded + w.n, failed = failed + $11,
+        unchanged = unchanged + $12 + ($13 - w.n), error_count = error_count + $11,
+        resume_line = $14, resume_offset = $15, updated_at = now()
+      FROM gate, (SELECT count(*)::int AS n FROM written) AS w
+      WHERE j.id = gate.id
+      RETURNING set_config('synchronous_commit', 'off', true)
+    )`,
+  applied: 'recorded',
+};
 
 // Once per batch, so a named prepared statement: planning it cost about as much as running it.
 const RECORD_BATCH = prepared(`WITH errors AS (
@@ -453,7 +551,7 @@ const RECORD_BATCH = prepared(`WITH errors AS (
 async function recordBatch(em: EntityManager, job: JobRow, cursor: { line: number }, last: FileLine, counts: BatchCounts, batchErrors: readonly LineError[]): Promise<void> {
   const [updated] = await query<{ id: string }>(em, RECORD_BATCH,
     [
-      job.id, JSON.stringify(batchErrors.map((e) => ({ l: e.lineNumber, x: e.externalId, t: e.errorType, m: e.errorMessage, r: e.rawLine }))),
+      job.id, errorsJson(batchErrors),
       counts.processed, counts.succeeded, counts.failed, counts.unchanged, counts.failed,
       job.dry_run ? counts.created : 0, job.dry_run ? counts.updated : 0, last.lineNumber, last.endOffset, cursor.line,
     ],

@@ -227,16 +227,17 @@ export type StoredRow = ItemRow & {
 const storedName = (table: string, created: string, id: string) =>
   `coalesce((SELECT n.name FROM ${created} n WHERE n.id = ${id}), (SELECT t.name FROM ${table} t WHERE t.id = ${id}))`;
 
-function writeStatement(full: boolean): string {
+function writeStatement(full: boolean, rider?: WriteRiderSql): string {
+  const gated = rider ? 'WHERE EXISTS (SELECT FROM gate)' : '';
   return `
-    WITH new_categories AS (
+    WITH ${rider ? `${rider.gate}, ` : ''}new_categories AS (
       INSERT INTO categories AS c (id, catalog_id, name, name_key)
-      SELECT n.id, $1, n.name, n.key FROM jsonb_to_recordset($2::jsonb) AS n(id uuid, name text, key text)
+      SELECT n.id, $1, n.name, n.key FROM jsonb_to_recordset($2::jsonb) AS n(id uuid, name text, key text) ${gated}
       ON CONFLICT (catalog_id, name_key) DO UPDATE SET name_key = excluded.name_key
       RETURNING c.id, c.name_key, c.name
     ), new_brands AS (
       INSERT INTO brands AS b (id, catalog_id, name, name_key)
-      SELECT n.id, $1, n.name, n.key FROM jsonb_to_recordset($3::jsonb) AS n(id uuid, name text, key text)
+      SELECT n.id, $1, n.name, n.key FROM jsonb_to_recordset($3::jsonb) AS n(id uuid, name text, key text) ${gated}
       ON CONFLICT (catalog_id, name_key) DO UPDATE SET name_key = excluded.name_key
       RETURNING b.id, b.name_key, b.name
     ), input AS (
@@ -250,7 +251,7 @@ function writeStatement(full: boolean): string {
         coalesce(x.cid, (SELECT n.id FROM new_categories n WHERE n.name_key = x.ck)),
         coalesce(x.bid, (SELECT n.id FROM new_brands n WHERE n.name_key = x.bk)),
         ARRAY(SELECT jsonb_array_elements_text(x.tags)), x.metadata, x.media, x.ts, x.h, decode(x.f, 'hex')
-      FROM input x
+      FROM input x ${gated}
       ORDER BY x.ord
       ON CONFLICT (catalog_id, external_system, external_id) DO UPDATE SET
         sku = excluded.sku, name = excluded.name, description = excluded.description, price = excluded.price,
@@ -275,15 +276,38 @@ function writeStatement(full: boolean): string {
       RETURNING 1
     ), notified AS (
       SELECT pg_notify($6, '') FROM (SELECT 1 FROM events LIMIT 1) AS any_event
-    )
+    )${rider ? `, ${rider.ctes}` : ''}
     ${full ? `
     SELECT i.inserted, ${itemColumns(storedName('categories', 'new_categories', 'i.category_id'), storedName('brands', 'new_brands', 'i.brand_id'))}
     FROM written i, (SELECT count(*) FROM notified) AS n`
-    : 'SELECT w.id, w.external_system, w.external_id, w.inserted FROM written w, (SELECT count(*) FROM notified) AS n'}`;
+    : `SELECT w.id, w.external_system, w.external_id, w.inserted${rider ? ', NULL::bigint AS applied' : ''}
+    FROM written w, (SELECT count(*) FROM notified) AS n`}${rider ? `
+    UNION ALL SELECT NULL, NULL, NULL, NULL, (SELECT count(*) FROM ${rider.applied})` : ''}`;
 }
 
 const WRITE_ITEMS = prepared(writeStatement(false));
 const WRITE_ITEMS_RETURNING_STORED = prepared(writeStatement(true));
+const writeWithRider = new Map<WriteRiderSql, string>();
+
+/**
+ * Statement parts that ride on a write and commit with it, in its statement (an import batch's
+ * line errors, counters and cursor). The write is then gated: without a row from `gate` the
+ * statement writes nothing, neither items nor names nor events.
+ */
+export interface WriteRiderSql {
+  /** `gate AS (…)`, first of the statement's CTEs. */
+  readonly gate: string;
+  /** The rider's CTEs, after the write's own: they may read `gate` and `written`, and take parameters from $7 on. */
+  readonly ctes: string;
+  /** The CTE whose rows tell that the rider applied. */
+  readonly applied: string;
+}
+
+export interface WriteRider {
+  readonly sql: WriteRiderSql;
+  /** $7 on. */
+  readonly params: readonly unknown[];
+}
 
 /**
  * One statement, atomic on its own, so a batch costs a single round trip:
@@ -300,10 +324,27 @@ const WRITE_ITEMS_RETURNING_STORED = prepared(writeStatement(true));
  * `inserted`), with the names as stored (a category first spelled otherwise keeps that spelling).
  */
 export async function writeItems(em: EntityManager, catalogId: string, input: WriteInput, stored: boolean): Promise<WrittenRow[]> {
-  return query<WrittenRow>(em, stored ? WRITE_ITEMS_RETURNING_STORED : WRITE_ITEMS,
-    [catalogId, JSON.stringify(input.names.newCategories), JSON.stringify(input.names.newBrands), input.rows, TOPICS.events, OUTBOX_CHANNEL],
-  );
+  return query<WrittenRow>(em, stored ? WRITE_ITEMS_RETURNING_STORED : WRITE_ITEMS, writeParams(catalogId, input));
 }
+
+/**
+ * writeItems with a rider, one statement: its rows, and whether the rider applied. When it did
+ * not (no row from its gate), nothing was written.
+ */
+export async function writeItemsWithRider(em: EntityManager, catalogId: string, input: WriteInput, rider: WriteRider): Promise<{ rows: WrittenRow[]; applied: boolean }> {
+  let text = writeWithRider.get(rider.sql);
+  if (text === undefined) {
+    text = prepared(writeStatement(false, rider.sql));
+    writeWithRider.set(rider.sql, text);
+  }
+  const rows = await query<WrittenRow & { applied: string | null }>(em, text, [...writeParams(catalogId, input), ...rider.params]);
+  // One row is the rider's: it alone has `applied` (a count); the others are the rows written.
+  const trailer = rows.find((row) => row.applied !== null);
+  return { rows: rows.filter((row) => row !== trailer), applied: Number(trailer?.applied ?? 0) > 0 };
+}
+
+const writeParams = (catalogId: string, input: WriteInput) =>
+  [catalogId, JSON.stringify(input.names.newCategories), JSON.stringify(input.names.newBrands), input.rows, TOPICS.events, OUTBOX_CHANNEL];
 
 /** What writeItems sends: built apart, so a caller can build it while it waits for its turn to write. */
 export interface WriteInput {

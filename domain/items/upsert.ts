@@ -7,8 +7,8 @@ import type { ErrorDetail } from '../errors.ts';
 import { registerMedia } from '../media/register.ts';
 import { normalizeItem } from './payload.ts';
 import type { NormalizeResult, NormalizedItem } from './payload.ts';
-import { identityKey, lookup, nameKey, writeInput, writeItems } from './store.ts';
-import type { Lookup, NewName, StoredRow, WriteCandidate, WriteInput, WrittenRow } from './store.ts';
+import { identityKey, lookup, nameKey, writeInput, writeItems, writeItemsWithRider } from './store.ts';
+import type { Lookup, NewName, StoredRow, WriteCandidate, WriteInput, WriteRider, WrittenRow } from './store.ts';
 import type { ItemRow } from './view.ts';
 
 export type UpsertOutcome = 'created' | 'updated' | 'unchanged';
@@ -40,9 +40,26 @@ export interface UpsertOptions {
    * changed meanwhile (an import batch written while the batch ahead of it commits).
    */
   beforeWrite?: (found: Lookup) => Promise<boolean>;
+  /**
+   * Something to commit with the write, in its statement (an import batch's line errors, counters
+   * and cursor). Called right before the write, with the outcomes the lookup decided (unchanged,
+   * conflicts) and how many items the write sends; not called when there is nothing to write.
+   * Only outside a transaction, for inputs of one round (no identity twice) without media, whose
+   * write is then one statement, atomic with the rider: when the rider's gate refuses, nothing is
+   * written and RiderRefused is thrown; a database error throws UnguardedWriteFailed, nothing
+   * written either.
+   */
+  rider?: (decided: readonly UpsertEntry[], writing: number) => WriteRider;
 }
 
-/** A write failed under `unguarded`: the caller's transaction is aborted and must be retried without it. */
+/** The rider's gate refused (UpsertOptions.rider): the write wrote nothing. */
+export class RiderRefused extends Error {
+  constructor() {
+    super('the write\'s rider did not apply; nothing was written');
+  }
+}
+
+/** A write failed under `unguarded` (or with a rider): the caller's transaction is aborted (the rider's statement wrote nothing) and must be retried without it. */
 export class UnguardedWriteFailed extends Error {
   constructor(cause: unknown) {
     super('a write without a savepoint failed; roll back and retry with savepoints', { cause });
@@ -93,7 +110,11 @@ export async function upsertPrepared(em: EntityManager, catalogId: string, prepa
   const entries = [...prepared.entries];
   // The same identity twice in one body: its second occurrence goes to a later round, so the
   // occurrences apply in order and one statement never touches a row twice.
-  for (const round of rounds(prepared.valid)) {
+  const all = rounds(prepared.valid);
+  if (options.rider && (all.length > 1 || em.isInTransaction() || prepared.valid.some((v) => v.item.media.length > 0))) {
+    throw new Error('a write with a rider must be one round without media, outside a transaction');
+  }
+  for (const round of all) {
     for (const entry of await upsertRound(em, catalogId, round, options)) entries[entry.index] = entry;
   }
   return entries;
@@ -126,10 +147,10 @@ async function upsertRound(
   }
   if (input === undefined) return results;
   try {
-    results.push(...await writeBatch(em, catalogId, candidates, input, options));
+    results.push(...await writeBatch(em, catalogId, candidates, input, options, options.rider?.(results, candidates.length)));
   } catch (error) {
     if (!isDatabaseError(error)) throw error;
-    if (options.unguarded && em.isInTransaction()) throw new UnguardedWriteFailed(error);
+    if ((options.unguarded && em.isInTransaction()) || options.rider) throw new UnguardedWriteFailed(error);
     // A concurrent writer took a SKU between lookup and write, or a row broke a constraint:
     // find the culprit by writing one item at a time, each in its own savepoint.
     for (const one of candidates) {
@@ -194,13 +215,14 @@ async function writeBatch(
   candidates: Array<{ index: number; candidate: WriteCandidate }>,
   input: WriteInput,
   { returnStored = false, unguarded = false }: Pick<UpsertOptions, 'returnStored' | 'unguarded'> = {},
+  rider?: WriteRider,
 ): Promise<UpsertEntry[]> {
   const items = candidates.map((c) => c.candidate.item);
   const hasMedia = items.some((item) => item.media.length > 0);
   const write = async (tx: EntityManager, savepoint: boolean): Promise<WrittenRow[]> => {
     if (savepoint) await query(tx, 'SAVEPOINT upsert_items');
     try {
-      const rows = await writeItems(tx, catalogId, input, returnStored);
+      const rows = rider ? await writeRidden(tx, catalogId, input, rider) : await writeItems(tx, catalogId, input, returnStored);
       // The stored rows' media states are right already: registering adds only pending assets.
       if (hasMedia) await registerMedia((sql, params) => tx.execute(sql, params), catalogId, rows, items);
       if (savepoint) await query(tx, 'RELEASE SAVEPOINT upsert_items');
@@ -229,6 +251,12 @@ async function writeBatch(
     results.push({ index, status: 'unchanged', serviceId: again.items.get(key)?.id ?? candidate.id, item, ...(stored ? { stored } : {}) });
   }
   return results;
+}
+
+async function writeRidden(em: EntityManager, catalogId: string, input: WriteInput, rider: WriteRider): Promise<WrittenRow[]> {
+  const { rows, applied } = await writeItemsWithRider(em, catalogId, input, rider);
+  if (!applied) throw new RiderRefused();
+  return rows;
 }
 
 function newNames(items: readonly NormalizedItem[], found: Lookup) {
