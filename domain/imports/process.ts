@@ -28,7 +28,7 @@ export const BATCH_LINES = 100;
 // are recorded in one. Lines that write are still committed 100 at a time.
 const KNOWN_RUN_LINES = 5 * BATCH_LINES;
 /** Second key space of the per-job processing lock (the first is per-catalog job creation). */
-const JOB_LOCK_SPACE = IMPORT_LOCK_SPACE + 1;
+export const JOB_LOCK_SPACE = IMPORT_LOCK_SPACE + 1;
 
 export interface ProcessDeps {
   readonly orm: Orm;

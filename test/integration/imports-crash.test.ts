@@ -1,4 +1,4 @@
-// Crash safety: the consumer process is SIGKILLed in the middle of a 20,000-line import; a new one finishes it exactly.
+// Crash safety: a consumer process SIGKILLed in the middle of a 20,000-line import, or one that lost its job lock while a second one took the job over; the job ends exactly as the file says.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
@@ -6,6 +6,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
+import { JOB_LOCK_SPACE } from '../../domain/imports/process.ts';
 import * as api from '../../generated/client.ts';
 import { clientOptions, expectData } from '../helpers/client.ts';
 import { sqlClient } from '../helpers/database.ts';
@@ -78,4 +79,49 @@ test('SIGKILL mid-import: a new consumer resumes from the committed cursor; coun
   // Rolled-back batches took their events with them: one item.created per stored item.
   const created_ = (await sql.query(`SELECT count(*)::int AS n FROM outbox WHERE payload::jsonb ->> 'catalogId' = $1 AND payload::jsonb ->> 'type' = 'item.created'`, [tenant.catalogId])).rows[0].n;
   assert.equal(created_, expected.length);
+});
+
+test('a consumer that lost its job lock while another took the job over: each batch commits once, counts and items match the file exactly', async () => {
+  // Only this test's two consumers: the one left running by the test before goes.
+  await Promise.all([...children].map((child) => new Promise((exited) => {
+    child.once('exit', exited);
+    child.kill('SIGKILL');
+  })));
+  const tenant = await service.newTenant();
+  const opts = clientOptions(service.url, tenant.key);
+  const lines = Array.from({ length: 30_000 }, (_, i) => item(`L-${i}`, { price: i / 100, category: { name: `Cat ${i % 5}` } }));
+  const file = jsonl(lines);
+  const created = expectData(await api.createImport({ fileSizeBytes: file.length }, {}, opts), 201);
+  assert.equal((await upload(created.uploadUrl, file)).response.status, 200);
+  expectData(await api.startImport(created.jobId, opts), 202);
+
+  const lockHolder = async () => (await sql.query<{ pid: number }>(
+    `SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND classid = $1 AND objsubid = 2`, [JOB_LOCK_SPACE])).rows[0]?.pid;
+  startConsumers();
+  await waitForJob(opts, created.jobId, (j) => j.counts.processed >= 2000, 90_000);
+  const first = await lockHolder();
+  assert.ok(first, 'the first consumer holds the job lock');
+  // Its lock connection dies (a network blip, a restarted pooler): it goes on with its batches,
+  // while the second consumer's sweeper finds the job's lock free and takes the job over.
+  await sql.query('SELECT pg_terminate_backend($1)', [first]);
+  startConsumers();
+  const deadline = Date.now() + 60_000;
+  let second: number | undefined;
+  while ((second = await lockHolder()) === undefined || second === first) {
+    assert.ok(Date.now() < deadline, 'the second consumer never took the job lock');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  const takenOver = expectData(await api.getImport(created.jobId, opts), 200);
+  assert.equal(takenOver.status, 'processing', 'the take-over must land mid-file, with the first consumer still at it');
+
+  const job = await waitForJob(opts, created.jobId, undefined, 90_000);
+  assert.equal(job.status, 'completed');
+  assert.deepEqual(job.counts, { total: 30_000, processed: 30_000, succeeded: 30_000, failed: 0, unchanged: 0 });
+  const { rows } = await sql.query('SELECT external_id, price::float8 AS price FROM items WHERE catalog_id = $1', [tenant.catalogId]);
+  assert.equal(rows.length, lines.length);
+  const stored = new Map(rows.map((r) => [r.external_id, r.price]));
+  for (const line of lines) assert.equal(stored.get(line.externalId), line.price, line.externalId);
+  // A batch the first consumer wrote after the take-over committed nothing, events included.
+  const events = (await sql.query(`SELECT count(*)::int AS n FROM outbox WHERE payload::jsonb ->> 'catalogId' = $1 AND payload::jsonb ->> 'type' = 'item.created'`, [tenant.catalogId])).rows[0].n;
+  assert.equal(events, lines.length);
 });
