@@ -110,11 +110,11 @@ export async function upsertPrepared(em: EntityManager, catalogId: string, prepa
   const entries = [...prepared.entries];
   // The same identity twice in one body: its second occurrence goes to a later round, so the
   // occurrences apply in order and one statement never touches a row twice.
-  const all = rounds(prepared.valid);
-  if (options.rider && (all.length > 1 || em.isInTransaction() || prepared.valid.some((v) => v.item.media.length > 0))) {
+  const allRounds = rounds(prepared.valid);
+  if (options.rider && (allRounds.length > 1 || em.isInTransaction() || prepared.valid.some((v) => v.item.media.length > 0))) {
     throw new Error('a write with a rider must be one round without media, outside a transaction');
   }
-  for (const round of all) {
+  for (const round of allRounds) {
     for (const entry of await upsertRound(em, catalogId, round, options)) entries[entry.index] = entry;
   }
   return entries;
