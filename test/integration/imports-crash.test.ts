@@ -89,7 +89,7 @@ test('a consumer that lost its job lock while another took the job over: each ba
   })));
   const tenant = await service.newTenant();
   const opts = clientOptions(service.url, tenant.key);
-  const lines = Array.from({ length: 30_000 }, (_, i) => item(`L-${i}`, { price: i / 100, category: { name: `Cat ${i % 5}` } }));
+  const lines = Array.from({ length: 50_000 }, (_, i) => item(`L-${i}`, { price: i / 100, category: { name: `Cat ${i % 5}` } }));
   const file = jsonl(lines);
   const created = expectData(await api.createImport({ fileSizeBytes: file.length }, {}, opts), 201);
   assert.equal((await upload(created.uploadUrl, file)).response.status, 200);
@@ -102,7 +102,10 @@ test('a consumer that lost its job lock while another took the job over: each ba
   const first = await lockHolder();
   assert.ok(first, 'the first consumer holds the job lock');
   // Its lock connection dies (a network blip, a restarted pooler): it goes on with its batches,
-  // while the second consumer's sweeper finds the job's lock free and takes the job over.
+  // while a second consumer, started now, finds the job's lock free and takes the job over (a
+  // consumer started only now, cold, lets the first one commit the lines it starts from: the
+  // counters statement's cursor check must stop one of them). The file is long enough for the
+  // first one to be still at it when the second starts.
   await sql.query('SELECT pg_terminate_backend($1)', [first]);
   startConsumers();
   const deadline = Date.now() + 60_000;
@@ -116,7 +119,7 @@ test('a consumer that lost its job lock while another took the job over: each ba
 
   const job = await waitForJob(opts, created.jobId, undefined, 90_000);
   assert.equal(job.status, 'completed');
-  assert.deepEqual(job.counts, { total: 30_000, processed: 30_000, succeeded: 30_000, failed: 0, unchanged: 0 });
+  assert.deepEqual(job.counts, { total: 50_000, processed: 50_000, succeeded: 50_000, failed: 0, unchanged: 0 });
   const { rows } = await sql.query('SELECT external_id, price::float8 AS price FROM items WHERE catalog_id = $1', [tenant.catalogId]);
   assert.equal(rows.length, lines.length);
   const stored = new Map(rows.map((r) => [r.external_id, r.price]));
