@@ -348,7 +348,6 @@ const writeParams = (catalogId: string, input: WriteInput) =>
 
 /** What writeItems sends: built apart, so a caller can build it while it waits for its turn to write. */
 export interface WriteInput {
-  readonly candidates: readonly WriteCandidate[];
   readonly names: Names;
   /** The rows, as the statement's JSON input. */
   readonly rows: string;
@@ -371,5 +370,5 @@ export function writeInput(candidates: readonly WriteCandidate[], names: Names):
       ts: item.trackStock, h: item.contentHash, f: fingerprint ?? null,
     };
   }));
-  return { candidates, names, rows };
+  return { names, rows };
 }
