@@ -418,18 +418,17 @@ async function commitLinesOnce(
   const lines = linesToUpsert(part, known);
   if (unguarded && !job.dry_run && writesInOneStatement(lines.items)) return commitInOneStatement(deps, job, cursor, part, lines, turn);
   const last = part.lines.at(-1)!;
-  let counts: BatchCounts | undefined;
-  await deps.orm.em.fork().transactional(async (tx) => {
+  const counts = await deps.orm.em.fork().transactional(async (tx) => {
     const entries = lines.valueLines.length > 0
       ? await upsertPrepared(tx, job.catalog_id, lines.items, { dryRun: job.dry_run, unguarded, beforeWrite: turn.beforeWrite }) : [];
     turn.wrote();
     const outcome = outcomeOf(part, lines, entries);
-    counts = outcome.counts;
     await turn.aheadCommitted;
     await recordBatch(tx, job, cursor, last, outcome.counts, outcome.batchErrors);
+    return outcome.counts;
   });
   cursor.line = last.lineNumber;
-  return counts!.unchanged;
+  return counts.unchanged;
 }
 
 /** True when the items write in one round (no item twice) without media: in one statement. */

@@ -156,7 +156,7 @@ async function upsertRound(
     for (const one of candidates) {
       try {
         const alone = await lookup(em, catalogId, [one.candidate.item]);
-        results.push(...await writeBatch(em, catalogId, [one], writeInput([one.candidate], newNames([one.candidate.item], alone))));
+        results.push(...await writeBatch(em, catalogId, [one], inputFor([one.candidate], alone)));
       } catch (itemError) {
         if (!isDatabaseError(itemError)) throw itemError;
         const prefix = options.pathPrefix?.(one.index);
@@ -199,7 +199,7 @@ function decide(round: readonly ValidInput[], found: Lookup, options: UpsertOpti
     candidates.push({ index, candidate: { id: existing?.id ?? newId(), item, ...(fingerprint === undefined ? {} : { fingerprint }) } });
   }
   const writing = candidates.map((c) => c.candidate);
-  const input = writing.length === 0 ? undefined : writeInput(writing, newNames(writing.map((c) => c.item), found));
+  const input = writing.length === 0 ? undefined : inputFor(writing, found);
   return { results, candidates, input };
 }
 
@@ -258,6 +258,9 @@ async function writeRidden(em: EntityManager, catalogId: string, input: WriteInp
   if (!applied) throw new RiderRefused();
   return rows;
 }
+
+/** The write's input for `candidates`, with the names the lookup found and those to create. */
+const inputFor = (candidates: readonly WriteCandidate[], found: Lookup) => writeInput(candidates, newNames(candidates.map((c) => c.item), found));
 
 function newNames(items: readonly NormalizedItem[], found: Lookup) {
   const newCategories = new Map<string, NewName>();
