@@ -1,8 +1,8 @@
 // `npm run bench:import`: 200,000 lines through the real import flow (HTTP, storage, Kafka, consumer), fresh and unchanged, against a Postgres COPY of the same rows.
 import { execFileSync, spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import { createWriteStream, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { createWriteStream, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -75,6 +75,57 @@ async function waitFor(check: () => Promise<boolean>, what: string, timeoutMs = 
 /** VmHWM (peak resident set) of a process, in MB. */
 const peakRssMb = (pid: number) => Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
 
+/** CPU time (ms) used so far by each process group, and the machine's busy, idle and stolen time (ms, all cores). */
+interface CpuSnapshot {
+  readonly groups: ReadonlyMap<string, ReadonlyMap<number, number>>;
+  readonly machine: { busy: number; idle: number; steal: number };
+}
+
+const TICK_MS = 1000 / Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim());
+
+/**
+ * From /proc, like the peak RSS: the run's own processes by role, and by name every process of
+ * the Postgres server and of the Kafka broker (the whole server and broker, whoever they work for).
+ */
+function cpuSnapshot(roles: ReadonlyMap<string, number>): CpuSnapshot {
+  const groups = new Map<string, Map<number, number>>();
+  const rolesByPid = new Map([...roles].map(([role, pid]) => [pid, role]));
+  for (const entry of readdirSync('/proc')) {
+    const pid = Number(entry);
+    if (!Number.isInteger(pid)) continue;
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+      const role = rolesByPid.get(pid) ?? (comm === 'postgres' ? 'Postgres'
+        : comm === 'java' && readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('kafka.Kafka') ? 'broker' : undefined);
+      if (role === undefined) continue;
+      // utime and stime (fields 14 and 15): every thread of the process.
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      groups.set(role, (groups.get(role) ?? new Map()).set(pid, (Number(fields[11]) + Number(fields[12])) * TICK_MS));
+    } catch {
+      // The process ended meanwhile.
+    }
+  }
+  const [user, nice, system, idle, iowait, irq, softirq, steal] = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number) as number[];
+  return { groups, machine: { busy: (user! + nice! + system! + irq! + softirq!) * TICK_MS, idle: (idle! + iowait!) * TICK_MS, steal: steal! * TICK_MS } };
+}
+
+const CPU_GROUPS = ['consumers', 'Postgres', 'broker', 'api', 'this script'];
+
+/** CPU per line (µs) between two snapshots, by process group, and the machine's busy share. A process that ended in between is not counted. */
+function cpuPerLine(before: CpuSnapshot, after: CpuSnapshot, lines: number): string {
+  let total = 0;
+  const parts = CPU_GROUPS.filter((group) => after.groups.has(group)).map((group) => {
+    let ms = 0;
+    for (const [pid, used] of after.groups.get(group)!) ms += used - (before.groups.get(group)?.get(pid) ?? 0);
+    total += ms;
+    return `${group} ${Math.round((ms * 1000) / lines)}`;
+  });
+  const span = (key: 'busy' | 'idle' | 'steal') => after.machine[key] - before.machine[key];
+  const share = (key: 'busy' | 'steal') => `${Math.round((100 * span(key)) / (span('busy') + span('idle') + span('steal')))} %`;
+  return `${parts.join(', ')}: ${Math.round((total * 1000) / lines)} µs (machine busy ${share('busy')}, stolen ${share('steal')})`;
+}
+
 async function importOnce(opts: RequestOpts, path: string, size: number) {
   const began = performance.now();
   const created = await api.createImport({ fileSizeBytes: size }, {}, opts);
@@ -142,7 +193,7 @@ async function main(): Promise<void> {
   execFileSync(process.execPath, ['cli/main.ts', 'migrate'], { env });
   const catalogId = cli('catalogs', 'create', '--name', 'Bench', '--owner-email', 'bench@example.com');
   const key = cli('keys', 'create', '--catalog', catalogId, '--scopes', 'bulk_import:manage,catalog:read', '--tier', 'enterprise');
-  serve('api', env);
+  const api = serve('api', env);
   const consumers = serve('consumers', env);
   const base = `http://127.0.0.1:${PORT}`;
   await waitFor(async () => (await fetch(`${base}/readyz`)).ok, 'the api');
@@ -151,10 +202,14 @@ async function main(): Promise<void> {
   log(`file: ${LINES} lines, ${(size / 1024 / 1024).toFixed(1)} MB`);
   const opts = { baseUrl: `${base}/api/v1/catalog`, headers: { authorization: `Bearer ${key}` } };
 
+  const roles = new Map([['consumers', consumers.pid!], ['api', api.pid!], ['this script', process.pid]]);
+  const beforeFresh = cpuSnapshot(roles);
   const fresh = await importOnce(opts, path, size);
+  const afterFresh = cpuSnapshot(roles);
   const freshRss = peakRssMb(consumers.pid!);
   log(`fresh: ${fresh.job.status} ${JSON.stringify(fresh.job.counts)}`);
   const again = await importOnce(opts, path, size);
+  const afterAgain = cpuSnapshot(roles);
   log(`unchanged: ${again.job.status} ${JSON.stringify(again.job.counts)}`);
   const rss = peakRssMb(consumers.pid!);
   const copy = await copyBaseline(databaseUrl, catalogId);
@@ -169,6 +224,9 @@ async function main(): Promise<void> {
   ];
   for (const [what, time, speed] of rows) console.log(`${what!.padEnd(34)} ${time!.padStart(9)}  ${speed!.padStart(16)}`);
   console.log(`fresh import / COPY                ${(fresh.seconds / copy).toFixed(1)}×`);
+  console.log(`CPU per line, fresh import         ${cpuPerLine(beforeFresh, afterFresh, LINES)}`);
+  console.log(`CPU per line, unchanged re-import  ${cpuPerLine(afterFresh, afterAgain, LINES)}`);
+  console.log(`CPU a line may use at 20,000/s     ${Math.round((availableParallelism() * 1e6) / 20_000)} µs (${availableParallelism()} cores)`);
   console.log(`consumer peak RSS                  ${freshRss.toFixed(0)} MB after the fresh import, ${rss.toFixed(0)} MB overall (file ${(size / 1024 / 1024).toFixed(1)} MB)`);
 }
 
