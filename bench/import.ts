@@ -1,7 +1,7 @@
 // `npm run bench:import`: 200,000 lines through the real import flow (HTTP, storage, Kafka, consumer), fresh and unchanged, against a Postgres COPY of the same rows.
 import { execFileSync, spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import { createWriteStream, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { createWriteStream, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Readable } from 'node:stream';
@@ -16,6 +16,8 @@ import type { ImportJob } from '../generated/client.ts';
 import { normalizeItem } from '../domain/items/payload.ts';
 import type { NormalizedItem } from '../domain/items/payload.ts';
 import { ensureKafka } from '../scripts/kafka.ts';
+import { budgetPerLine, cpuPerLine, cpuSnapshot } from './cpu.ts';
+import { benchLine } from './import-lines.ts';
 import { silenceKafkajsTimerWarning } from '../platform/kafka/kafkajs-quirks.ts';
 import { allTopicNames } from '../platform/kafka/topics.ts';
 
@@ -30,20 +32,8 @@ let brokerList: string[] = [];
 const children: ChildProcess[] = [];
 const log = (line: string) => process.stderr.write(`${line}\n`);
 
-const DESCRIPTION = 'A sturdy, well-made product for everyday use. '.repeat(4);
-
-/** A realistic item of about 500 bytes: 200,000 of them make a file just under 100 MB. */
-function line(i: number): string {
-  return JSON.stringify({
-    externalSystem: 'erp', externalId: `BENCH-${String(i).padStart(7, '0')}`, sku: `SKU-${String(i).padStart(7, '0')}`,
-    name: `Benchmark product ${i}`, description: DESCRIPTION, price: Number((10 + (i % 1000) / 7).toFixed(2)), cost: 5.5,
-    weight: 0.25, ncm: '8471.30.12', category: { name: `Category ${i % 40}` }, brand: { name: `Brand ${i % 60}` },
-    tags: [`tag${i % 11}`, `tag${i % 17}`, 'bench'], metadata: { color: ['red', 'green', 'blue'][i % 3], size: i % 50 },
-  });
-}
-
 async function writeFile(path: string): Promise<number> {
-  await pipeline(Readable.from((function* () { for (let i = 0; i < LINES; i += 1) yield `${line(i)}\n`; })()), createWriteStream(path));
+  await pipeline(Readable.from((function* () { for (let i = 0; i < LINES; i += 1) yield `${benchLine(i)}\n`; })()), createWriteStream(path));
   return statSync(path).size;
 }
 
@@ -74,57 +64,6 @@ async function waitFor(check: () => Promise<boolean>, what: string, timeoutMs = 
 
 /** VmHWM (peak resident set) of a process, in MB. */
 const peakRssMb = (pid: number) => Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
-
-/** CPU time (ms) used so far by each process group, and the machine's busy, idle and stolen time (ms, all cores). */
-interface CpuSnapshot {
-  readonly groups: ReadonlyMap<string, ReadonlyMap<number, number>>;
-  readonly machine: { busy: number; idle: number; steal: number };
-}
-
-const TICK_MS = 1000 / Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim());
-
-/**
- * From /proc, like the peak RSS: the run's own processes by role, and by name every process of
- * the Postgres server and of the Kafka broker (the whole server and broker, whoever they work for).
- */
-function cpuSnapshot(roles: ReadonlyMap<string, number>): CpuSnapshot {
-  const groups = new Map<string, Map<number, number>>();
-  const rolesByPid = new Map([...roles].map(([role, pid]) => [pid, role]));
-  for (const entry of readdirSync('/proc')) {
-    const pid = Number(entry);
-    if (!Number.isInteger(pid)) continue;
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
-      const role = rolesByPid.get(pid) ?? (comm === 'postgres' ? 'Postgres'
-        : comm === 'java' && readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('kafka.Kafka') ? 'broker' : undefined);
-      if (role === undefined) continue;
-      // utime and stime (fields 14 and 15): every thread of the process.
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      groups.set(role, (groups.get(role) ?? new Map()).set(pid, (Number(fields[11]) + Number(fields[12])) * TICK_MS));
-    } catch {
-      // The process ended meanwhile.
-    }
-  }
-  const [user, nice, system, idle, iowait, irq, softirq, steal] = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number) as number[];
-  return { groups, machine: { busy: (user! + nice! + system! + irq! + softirq!) * TICK_MS, idle: (idle! + iowait!) * TICK_MS, steal: steal! * TICK_MS } };
-}
-
-const CPU_GROUPS = ['consumers', 'Postgres', 'broker', 'api', 'this script'];
-
-/** CPU per line (µs) between two snapshots, by process group, and the machine's busy share. A process that ended in between is not counted. */
-function cpuPerLine(before: CpuSnapshot, after: CpuSnapshot, lines: number): string {
-  let total = 0;
-  const parts = CPU_GROUPS.filter((group) => after.groups.has(group)).map((group) => {
-    let ms = 0;
-    for (const [pid, used] of after.groups.get(group)!) ms += used - (before.groups.get(group)?.get(pid) ?? 0);
-    total += ms;
-    return `${group} ${Math.round((ms * 1000) / lines)}`;
-  });
-  const span = (key: 'busy' | 'idle' | 'steal') => after.machine[key] - before.machine[key];
-  const share = (key: 'busy' | 'steal') => `${Math.round((100 * span(key)) / (span('busy') + span('idle') + span('steal')))} %`;
-  return `${parts.join(', ')}: ${Math.round((total * 1000) / lines)} µs (machine busy ${share('busy')}, stolen ${share('steal')})`;
-}
 
 async function importOnce(opts: RequestOpts, path: string, size: number) {
   const began = performance.now();
@@ -159,7 +98,7 @@ async function copyBaseline(databaseUrl: string, catalogId: string): Promise<num
     const csv = (v: unknown) => (v === null ? '' : `"${String(v).replaceAll('"', '""')}"`);
     const rows: string[] = [];
     for (let i = 0; i < LINES; i += 1) {
-      const n = normalizeItem(JSON.parse(line(i)));
+      const n = normalizeItem(JSON.parse(benchLine(i)));
       if (!n.ok) throw new Error('benchmark line is invalid');
       const it: NormalizedItem = n.item;
       rows.push([uuidv7(), catalogId, it.externalSystem, it.externalId, it.sku, it.name, it.description, it.price, it.cost, it.weight,
@@ -226,7 +165,7 @@ async function main(): Promise<void> {
   console.log(`fresh import / COPY                ${(fresh.seconds / copy).toFixed(1)}×`);
   console.log(`CPU per line, fresh import         ${cpuPerLine(beforeFresh, afterFresh, LINES)}`);
   console.log(`CPU per line, unchanged re-import  ${cpuPerLine(afterFresh, afterAgain, LINES)}`);
-  console.log(`CPU a line may use at 20,000/s     ${Math.round((availableParallelism() * 1e6) / 20_000)} µs (${availableParallelism()} cores)`);
+  console.log(`CPU a line may use at 20,000/s     ${Math.round(budgetPerLine(20_000))} µs (${availableParallelism()} cores)`);
   console.log(`consumer peak RSS                  ${freshRss.toFixed(0)} MB after the fresh import, ${rss.toFixed(0)} MB overall (file ${(size / 1024 / 1024).toFixed(1)} MB)`);
 }
 
