@@ -222,6 +222,18 @@ export type StoredRow = ItemRow & {
   inserted: boolean;
 };
 
+// The write's input: a JSON array of rows, each an array of these columns in this order
+// (writeInput). Positions, not keys: Postgres parses the whole input once into jsonb and reads
+// each value by its index, where json_to_recordset built a hash table of every row's keys and
+// parsed the jsonb columns again: 5.2 µs a row of the server's CPU against 8.5. A JSON null is
+// SQL NULL in every column (`->>` gives it for the others; nullif for the jsonb ones).
+const INPUT_COLUMNS = [
+  ['ord', 'int'], ['id', 'uuid'], ['ev', 'uuid'], ['at', 'text'], ['s', 'text'], ['e', 'text'], ['sku', 'text'],
+  ['name', 'text'], ['description', 'text'], ['price', 'numeric'], ['cost', 'numeric'], ['weight', 'numeric'],
+  ['gtin13', 'text'], ['ncm', 'text'], ['ck', 'text'], ['cid', 'uuid'], ['bk', 'text'], ['bid', 'uuid'],
+  ['tags', 'jsonb'], ['metadata', 'jsonb'], ['media', 'jsonb'], ['ts', 'boolean'], ['h', 'text'], ['f', 'text'],
+] as const;
+
 // A name by id: one made by this statement is not visible in the table yet. Subqueries, not
 // joins, so each is an index probe whatever the planner thinks of the table's size.
 const storedName = (table: string, created: string, id: string) =>
@@ -241,9 +253,8 @@ function writeStatement(full: boolean, rider?: WriteRiderSql): string {
       ON CONFLICT (catalog_id, name_key) DO UPDATE SET name_key = excluded.name_key
       RETURNING b.id, b.name_key, b.name
     ), input AS (
-      SELECT * FROM json_to_recordset($4::json) AS x(ord int, id uuid, ev uuid, at text, s text, e text, sku text,
-        name text, description text, price numeric, cost numeric, weight numeric, gtin13 text, ncm text,
-        ck text, cid uuid, bk text, bid uuid, tags jsonb, metadata jsonb, media jsonb, ts boolean, h text, f text)
+      SELECT ${INPUT_COLUMNS.map(([name, type], i) => (type === 'jsonb' ? `nullif(r->${i}, 'null')` : `(r->>${i})::${type}`) + ` AS ${name}`).join(', ')}
+      FROM jsonb_array_elements($4::jsonb) AS r
     ), written AS (
       INSERT INTO items AS i (id, catalog_id, external_system, external_id, sku, name, description, price, cost,
         weight, gtin13, ncm, category_id, brand_id, tags, metadata, media, track_stock, content_hash, import_fingerprint)
@@ -349,7 +360,7 @@ const writeParams = (catalogId: string, input: WriteInput) =>
 /** What writeItems sends: built apart, so a caller can build it while it waits for its turn to write. */
 export interface WriteInput {
   readonly names: Names;
-  /** The rows, as the statement's JSON input. */
+  /** The rows, as the statement's JSON input: an array of arrays in INPUT_COLUMNS order. */
   readonly rows: string;
 }
 
@@ -359,16 +370,15 @@ export function writeInput(candidates: readonly WriteCandidate[], names: Names):
   const rows = JSON.stringify(candidates.map(({ id, item, fingerprint }, ord) => {
     const categoryKey = item.category ? nameKey(item.category.name) : null;
     const brandKey = item.brand ? nameKey(item.brand.name) : null;
-    return {
-      ord, id, ev: newId(), at: now, s: item.externalSystem, e: item.externalId, sku: item.sku, name: item.name,
-      description: item.description, price: item.price, cost: item.cost, weight: item.weight,
-      gtin13: item.gtin13, ncm: item.ncm,
-      ck: categoryKey, cid: categoryKey === null ? null : names.categories.get(categoryKey) ?? null,
-      bk: brandKey, bid: brandKey === null ? null : names.brands.get(brandKey) ?? null,
-      tags: item.tags, metadata: item.metadata,
-      media: item.media.map((m) => ({ url: m.url, role: m.role, sortOrder: m.sortOrder, sourceUrlHash: m.sourceUrlHash })),
-      ts: item.trackStock, h: item.contentHash, f: fingerprint ?? null,
-    };
+    // INPUT_COLUMNS, in its order.
+    return [
+      ord, id, newId(), now, item.externalSystem, item.externalId, item.sku,
+      item.name, item.description, item.price, item.cost, item.weight,
+      item.gtin13, item.ncm, categoryKey, categoryKey === null ? null : names.categories.get(categoryKey) ?? null,
+      brandKey, brandKey === null ? null : names.brands.get(brandKey) ?? null,
+      item.tags, item.metadata, item.media.map((m) => ({ url: m.url, role: m.role, sortOrder: m.sortOrder, sourceUrlHash: m.sourceUrlHash })),
+      item.trackStock, item.contentHash, fingerprint ?? null,
+    ];
   }));
   return { names, rows };
 }

@@ -127,6 +127,10 @@ test('an omitted optional field is cleared (full replacement)', async () => {
   assert.deepEqual(cleared.item.tags, []);
   assert.deepEqual(cleared.item.media, []);
   assert.equal(cleared.item.trackStock, false);
+  // Stored as SQL NULL (not a JSON null), empty arrays where the column has a default.
+  const { rows: [row] } = await sql.query(`SELECT sku IS NULL AS sku, price IS NULL AS price, category_id IS NULL AS category,
+    metadata IS NULL AS metadata, tags, media FROM items WHERE external_id = 'CLEAR-1'`);
+  assert.deepEqual(row, { sku: true, price: true, category: true, metadata: true, tags: [], media: [] });
 });
 
 test('validation errors list each field path; nothing is written', async () => {
