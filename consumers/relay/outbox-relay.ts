@@ -174,7 +174,9 @@ export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
         const byTopic = new Map<string, Message[]>();
         for (const row of chunk) {
           const topic = options.kafka.topic(row.topic);
-          byTopic.set(topic, [...(byTopic.get(topic) ?? []), toMessage(row)]);
+          const messages = byTopic.get(topic);
+          if (messages) messages.push(toMessage(row));
+          else byTopic.set(topic, [toMessage(row)]);
         }
         await (await options.kafka.producer()).sendBatch({
           acks: -1,
