@@ -12,7 +12,7 @@ export interface CpuSnapshot {
 const TICK_MS = 1000 / Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim());
 
 /** The groups in the order they are printed. */
-export const CPU_GROUPS = ['consumers', 'Postgres', 'broker', 'api', 'this script'] as const;
+const CPU_GROUPS = ['consumers', 'Postgres', 'broker', 'api', 'this script'] as const;
 
 /**
  * The processes given by role, and by name every process of the Postgres server and of the Kafka

@@ -132,7 +132,7 @@ async function main(): Promise<void> {
   execFileSync(process.execPath, ['cli/main.ts', 'migrate'], { env });
   const catalogId = cli('catalogs', 'create', '--name', 'Bench', '--owner-email', 'bench@example.com');
   const key = cli('keys', 'create', '--catalog', catalogId, '--scopes', 'bulk_import:manage,catalog:read', '--tier', 'enterprise');
-  const api = serve('api', env);
+  const apiProcess = serve('api', env);
   const consumers = serve('consumers', env);
   const base = `http://127.0.0.1:${PORT}`;
   await waitFor(async () => (await fetch(`${base}/readyz`)).ok, 'the api');
@@ -141,7 +141,7 @@ async function main(): Promise<void> {
   log(`file: ${LINES} lines, ${(size / 1024 / 1024).toFixed(1)} MB`);
   const opts = { baseUrl: `${base}/api/v1/catalog`, headers: { authorization: `Bearer ${key}` } };
 
-  const roles = new Map([['consumers', consumers.pid!], ['api', api.pid!], ['this script', process.pid]]);
+  const roles = new Map([['consumers', consumers.pid!], ['api', apiProcess.pid!], ['this script', process.pid]]);
   const beforeFresh = cpuSnapshot(roles);
   const fresh = await importOnce(opts, path, size);
   const afterFresh = cpuSnapshot(roles);
