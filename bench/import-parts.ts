@@ -24,6 +24,7 @@ import { TOPICS, allTopicNames } from '../platform/kafka/topics.ts';
 import { createLogger } from '../platform/log/logger.ts';
 import { ensureKafka } from '../scripts/kafka.ts';
 import { budgetPerLine, cpuPerUnit, cpuSnapshot } from './cpu.ts';
+import { dropBenchDatabase, freshBenchDatabase } from './database.ts';
 import { benchLine } from './import-lines.ts';
 
 const LINES = Number(process.env.BENCH_LINES ?? 100_000);
@@ -31,20 +32,9 @@ const LINES = Number(process.env.BENCH_LINES ?? 100_000);
 const BATCH = 100;
 const logger = createLogger('warn');
 const adminUrl = process.env.DATABASE_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-const databaseUrl = Object.assign(new URL(adminUrl), { pathname: '/catalog_bench_import_parts' }).toString();
 const brokers = process.env.KAFKA_BROKERS?.split(',') ?? (await ensureKafka({ dataDir: resolve('.data') })).brokers;
 const prefix = `bench-parts.${Date.now().toString(36)}.`;
 const roles = new Map([['this script', process.pid]]);
-
-async function recreateDatabase(): Promise<void> {
-  const admin = new pg.Client({ connectionString: adminUrl });
-  await admin.connect();
-  await admin.query('DROP DATABASE IF EXISTS catalog_bench_import_parts WITH (FORCE)');
-  await admin.query('CREATE DATABASE catalog_bench_import_parts');
-  // As the import's batches commit (RECORD_BATCH): no wait for the WAL flush.
-  await admin.query('ALTER DATABASE catalog_bench_import_parts SET synchronous_commit = off');
-  await admin.end();
-}
 
 /** CPU per line of `part` (µs by process group). */
 async function measure(part: () => Promise<void>): Promise<Map<string, number>> {
@@ -53,7 +43,9 @@ async function measure(part: () => Promise<void>): Promise<Map<string, number>> 
   return cpuPerUnit(before, cpuSnapshot(roles), LINES);
 }
 
-await recreateDatabase();
+const DB_NAME = 'catalog_bench_import_parts';
+// As the import's batches commit (RECORD_BATCH): no wait for the WAL flush.
+const databaseUrl = await freshBenchDatabase(adminUrl, DB_NAME, ['synchronous_commit = off']);
 const orm = await openDatabase({ databaseUrl, logger, poolSize: 2 });
 const catalog = await createCatalog(orm.em.fork(), { name: 'bench', ownerEmail: 'bench@merchant.example' });
 const kafka = await createKafkaClient(loadConfig({ ...process.env, KAFKA_BROKERS: brokers.join(','), LOG_LEVEL: 'warn' }), logger, { topicPrefix: prefix });
@@ -146,7 +138,4 @@ await kafka.withAdmin((admin) => admin.deleteTopics({ topics: allTopicNames(pref
 await kafka.disconnect();
 await pool.end();
 await orm.close();
-const cleanup = new pg.Client({ connectionString: adminUrl });
-await cleanup.connect();
-await cleanup.query('DROP DATABASE IF EXISTS catalog_bench_import_parts WITH (FORCE)');
-await cleanup.end();
+await dropBenchDatabase(adminUrl, DB_NAME);

@@ -17,6 +17,7 @@ import { normalizeItem } from '../domain/items/payload.ts';
 import type { NormalizedItem } from '../domain/items/payload.ts';
 import { ensureKafka } from '../scripts/kafka.ts';
 import { budgetPerLine, cpuPerLine, cpuSnapshot } from './cpu.ts';
+import { freshBenchDatabase } from './database.ts';
 import { benchLine } from './import-lines.ts';
 import { silenceKafkajsTimerWarning } from '../platform/kafka/kafkajs-quirks.ts';
 import { allTopicNames } from '../platform/kafka/topics.ts';
@@ -35,17 +36,6 @@ const log = (line: string) => process.stderr.write(`${line}\n`);
 async function writeFile(path: string): Promise<number> {
   await pipeline(Readable.from((function* () { for (let i = 0; i < LINES; i += 1) yield `${benchLine(i)}\n`; })()), createWriteStream(path));
   return statSync(path).size;
-}
-
-async function recreateDatabase(): Promise<string> {
-  const admin = new pg.Client({ connectionString: ADMIN_URL });
-  await admin.connect();
-  await admin.query(`DROP DATABASE IF EXISTS ${DB_NAME} WITH (FORCE)`);
-  await admin.query(`CREATE DATABASE ${DB_NAME}`);
-  await admin.end();
-  const url = new URL(ADMIN_URL);
-  url.pathname = `/${DB_NAME}`;
-  return url.toString();
 }
 
 function serve(role: 'api' | 'consumers', env: NodeJS.ProcessEnv): ChildProcess {
@@ -122,7 +112,7 @@ async function copyBaseline(databaseUrl: string, catalogId: string): Promise<num
 async function main(): Promise<void> {
   const brokers = process.env.KAFKA_BROKERS ?? (await ensureKafka({ dataDir: resolve('.data') })).brokers.join(',');
   brokerList = brokers.split(',');
-  const databaseUrl = await recreateDatabase();
+  const databaseUrl = await freshBenchDatabase(ADMIN_URL, DB_NAME);
   const env: NodeJS.ProcessEnv = {
     ...process.env, DATABASE_URL: databaseUrl, KAFKA_BROKERS: brokers, KAFKA_TOPIC_PREFIX: TOPIC_PREFIX,
     PORT: String(PORT), HOST: '127.0.0.1', STORAGE_DIR: join(work, 'storage'), DATA_DIR: join(work, 'data'),

@@ -22,6 +22,7 @@ import { allTopicNames } from '../platform/kafka/topics.ts';
 import { loadConfig } from '../platform/config/config.ts';
 import { createLogger } from '../platform/log/logger.ts';
 import { ensureKafka } from '../scripts/kafka.ts';
+import { dropBenchDatabase, freshBenchDatabase } from './database.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -40,16 +41,11 @@ const TOTAL = EVENTS * WEBHOOKS;
 
 const logger = createLogger('warn');
 const adminUrl = process.env.DATABASE_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-const databaseUrl = Object.assign(new URL(adminUrl), { pathname: '/catalog_bench_webhooks' }).toString();
 const brokers = process.env.KAFKA_BROKERS?.split(',') ?? (await ensureKafka({ dataDir: resolve('.data') })).brokers;
 const prefix = `bench.${Date.now().toString(36)}.`;
 
 // A fresh database each run.
-const admin = new pg.Client({ connectionString: adminUrl });
-await admin.connect();
-await admin.query('DROP DATABASE IF EXISTS catalog_bench_webhooks WITH (FORCE)');
-await admin.query('CREATE DATABASE catalog_bench_webhooks');
-await admin.end();
+const databaseUrl = await freshBenchDatabase(adminUrl, 'catalog_bench_webhooks');
 const orm = await openDatabase({ databaseUrl, logger, poolSize: 4 });
 
 // The receiver: records the first receipt of each (webhook, event); checks every signature.
@@ -211,10 +207,7 @@ await kafka.withAdmin((a) => a.deleteTopics({ topics: allTopicNames(prefix) })).
 await kafka.disconnect();
 await pool.end();
 await orm.close();
-const cleanup = new pg.Client({ connectionString: adminUrl });
-await cleanup.connect();
-await cleanup.query('DROP DATABASE IF EXISTS catalog_bench_webhooks WITH (FORCE)');
-await cleanup.end();
+await dropBenchDatabase(adminUrl, 'catalog_bench_webhooks');
 server.closeAllConnections();
 server.close();
 process.exitCode = latencies.length === TOTAL && badSignatures === 0 ? 0 : 1;
