@@ -119,15 +119,15 @@ export type ItemPayload = {
     sku?: string | null;
     name: string;
     description?: string | null;
-    /** Sale price, ≥ 0 with at most 4 decimals (checked by the service). */
+    /** Sale price, ≥ 0 and below 10¹² with at most 4 decimals (checked by the service). */
     price?: number | null;
-    /** Cost price, ≥ 0 with at most 4 decimals (checked by the service). */
+    /** Cost price, ≥ 0 and below 10¹² with at most 4 decimals (checked by the service). */
     cost?: number | null;
-    /** Weight in kilograms, ≥ 0. */
+    /** Weight in kilograms, ≥ 0 and below 10⁹. */
     weight?: number | null;
     /** GTIN-13 (EAN-13), 13 digits; the check digit is verified by the service. */
     gtin13?: string | null;
-    /** Mercosur NCM code, 8 digits; dots (`NNNN.NN.NN`) are accepted and stripped. */
+    /** Mercosur NCM code, 8 digits (`NNNNNNNN`), or dotted as `NNNN.NN.NN` (the dots are stripped); no other form. */
     ncm?: string | null;
     /** Category by name; created on first use, matched case-insensitively on the trimmed name. */
     category?: {

@@ -15,12 +15,10 @@ export interface LineError {
 
 export type ParsedLine = { ok: true; value: object } | { ok: false; error: LineError };
 
-// Postgres text cannot hold NUL; a file may.
-const storable = (text: string) => text.replaceAll('\u0000', '\uFFFD');
 
 /** The first 4 KB as text; a character cut at the boundary or invalid UTF-8 becomes U+FFFD. */
 export function rawLineOf(line: FileLine): string {
-  return storable(line.head.subarray(0, RAW_LINE_BYTES).toString('utf8'));
+  return line.head.subarray(0, RAW_LINE_BYTES).toString('utf8');
 }
 
 const EXTERNAL_ID = /"externalId"\s*:\s*("(?:[^"\\]|\\.)*")/;
@@ -31,7 +29,7 @@ function sniffExternalId(text: string): string | null {
   if (!match) return null;
   try {
     const value = JSON.parse(match[1]!) as unknown;
-    return typeof value === 'string' && value !== '' ? storable(value) : null;
+    return typeof value === 'string' && value !== '' ? value : null;
   } catch {
     return null;
   }
@@ -73,7 +71,7 @@ export function errorTypeOf(error: ProductError): ImportErrorType {
 /** For validation (and conflicts), the message is prefixed with the field path: `sku: …`. */
 export function errorMessageOf(error: ProductError): string {
   const details = error.details ?? [];
-  if (error.code === 'validation_error' && details.length > 0) return storable(details.map((d) => `${d.path}: ${d.message}`).join('; '));
-  if (details.length > 0) return storable(`${details[0]!.path}: ${error.message}`);
-  return storable(error.message);
+  if (error.code === 'validation_error' && details.length > 0) return details.map((d) => `${d.path}: ${d.message}`).join('; ');
+  if (details.length > 0) return `${details[0]!.path}: ${error.message}`;
+  return error.message;
 }

@@ -4,6 +4,7 @@ import { setImmediate as nextTurn } from 'node:timers/promises';
 import pg from 'pg';
 import type { Orm } from '../../platform/db/orm.ts';
 import { prepared, query } from '../../platform/db/sql.ts';
+import { storableText } from '../../platform/db/storable-text.ts';
 import type { Logger } from '../../platform/log/logger.ts';
 import type { ObjectStorage } from '../../platform/storage/storage.ts';
 import { normalizeItem } from '../items/payload.ts';
@@ -507,8 +508,12 @@ function outcomeOf(part: PreparedBatch, { valueLines, lineErrors, unchanged }: L
   return { counts, batchErrors };
 }
 
+// The one door of line errors to the database: whatever a line held, its error is storable.
 const errorsJson = (errors: readonly LineError[]) =>
-  JSON.stringify(errors.map((e) => ({ l: e.lineNumber, x: e.externalId, t: e.errorType, m: e.errorMessage, r: e.rawLine })));
+  JSON.stringify(errors.map((e) => ({
+    l: e.lineNumber, x: e.externalId === null ? null : storableText(e.externalId), t: e.errorType,
+    m: storableText(e.errorMessage), r: storableText(e.rawLine),
+  })));
 
 // RECORD_BATCH as a rider of the items' write ($7 on): the same gate, errors and counters, with
 // `succeeded` and the unchanged the write finds (a concurrent writer stored the same content

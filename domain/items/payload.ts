@@ -5,6 +5,7 @@ import type { ErrorObject, ValidateFunction } from 'ajv';
 import formats from 'ajv-formats';
 import { parse } from 'yaml';
 import type { ItemPayload, MediaRole } from '../../generated/client.ts';
+import { unstorableTexts } from '../../platform/db/storable-text.ts';
 import type { ErrorDetail } from '../errors.ts';
 import { hashNormalizedUrl, normalizeMediaUrl } from '../media/source-url.ts';
 import { hashPayload } from './content-hash.ts';
@@ -53,6 +54,8 @@ export type NormalizeResult =
 type Json = Record<string, unknown>;
 
 const METADATA_MAX_BYTES = 16 * 1024; // DESIGN §4: metadata ≤ 16 KB serialized
+// Far more than one payload's fields can produce; bounds the walk over a hostile one.
+const MAX_TEXT_PROBLEMS = 100;
 const MAX_DECIMALS = 4; // DESIGN §4: price and cost have at most 4 decimals
 const TEXT_FIELDS = ['externalSystem', 'externalId', 'sku', 'name', 'description', 'gtin13', 'ncm'] as const;
 const PATTERN_MESSAGES: Record<string, string> = {
@@ -150,6 +153,9 @@ function ajvDetail(error: ErrorObject, base: string): ErrorDetail | undefined {
     case 'maximum':
       message = `must be at most ${params.limit}`;
       break;
+    case 'exclusiveMaximum':
+      message = `must be less than ${params.limit}`;
+      break;
     case 'enum':
       message = `must be one of: ${(params.allowedValues as unknown[]).join(', ')}`;
       break;
@@ -190,19 +196,15 @@ function compareCodePoints(a: string, b: string): number {
 }
 
 // Metadata is free-form: keys and strings are NFC-normalized but not trimmed. Two keys that become equal
-// under NFC would silently lose a value, so they are an error; so are lone surrogates (not storable).
+// under NFC would silently lose a value, so they are an error.
 function normalizeJson(value: unknown, path: string, details: ErrorDetail[]): unknown {
-  if (typeof value === 'string') {
-    if (!value.isWellFormed()) details.push({ path, message: 'must be valid Unicode text' });
-    return value.normalize('NFC');
-  }
+  if (typeof value === 'string') return value.normalize('NFC');
   if (Array.isArray(value)) return value.map((v, i) => normalizeJson(v, `${path}.${i}`, details));
   if (typeof value !== 'object' || value === null) return value;
   const seen = new Set<string>();
   const entries: Array<[string, unknown]> = [];
   for (const [key, v] of Object.entries(value)) {
     const name = key.normalize('NFC');
-    if (!key.isWellFormed()) details.push({ path: `${path}.${name}`, message: 'must be valid Unicode text' });
     if (seen.has(name)) details.push({ path: `${path}.${name}`, message: 'is the same key as another one after Unicode normalization' });
     seen.add(name);
     entries.push([name, normalizeJson(v, `${path}.${name}`, details)]);
@@ -231,10 +233,11 @@ function checkMedia(media: readonly Json[], base: string, details: ErrorDetail[]
   const firstIndexOf = new Map<string, number>();
   let primaryAt = -1;
   media.forEach((entry, i) => {
-    const url = entry.url as string;
+    // Entries the schema refused are reported by it; the rules below apply to the others.
+    if (!isObject(entry) || typeof entry.url !== 'string') return;
+    const url = entry.url;
     let normalizedUrl: string;
     try {
-      if (!url.isWellFormed()) throw new TypeError('lone surrogate');
       normalizedUrl = normalizeMediaUrl(url);
     } catch {
       details.push({ path: `${base}media.${i}.url`, message: PATTERN_MESSAGES.url! });
@@ -254,8 +257,9 @@ function checkMedia(media: readonly Json[], base: string, details: ErrorDetail[]
   return out.sort((a, b) => a.sortOrder - b.sortOrder || (a.normalizedUrl < b.normalizedUrl ? -1 : a.normalizedUrl > b.normalizedUrl ? 1 : 0));
 }
 
-// Rules the schema cannot say (DESIGN §4). Runs on a payload that passed the schema.
-function checkRules(p: ItemPayload, base: string, details: ErrorDetail[]) {
+// Rules the schema cannot say (DESIGN §4). Each applies to a field of the type it expects, so that a
+// payload the schema refused is told about these too, in the same answer.
+function checkRules(p: Json, base: string, details: ErrorDetail[]) {
   for (const field of ['price', 'cost', 'weight'] as const) {
     const value = p[field];
     if (typeof value !== 'number') continue;
@@ -264,18 +268,17 @@ function checkRules(p: ItemPayload, base: string, details: ErrorDetail[]) {
       details.push({ path: base + field, message: `must have at most ${MAX_DECIMALS} decimal places` });
     }
   }
-  if (typeof p.gtin13 === 'string' && !validGtin13(p.gtin13)) {
+  if (typeof p.gtin13 === 'string' && /^[0-9]{13}$/.test(p.gtin13) && !validGtin13(p.gtin13)) {
     details.push({ path: `${base}gtin13`, message: 'must have a valid GTIN-13 check digit' });
   }
-  // Lone surrogates cannot be stored (UTF-8) nor canonicalized (RFC 8785).
-  const illFormed = (path: string, value: unknown) => {
-    if (typeof value === 'string' && !value.isWellFormed()) details.push({ path: base + path, message: 'must be valid Unicode text' });
-  };
-  for (const field of TEXT_FIELDS) illFormed(field, p[field]);
-  illFormed('category.name', p.category?.name);
-  illFormed('brand.name', p.brand?.name);
-  if (p.tags) for (let i = 0; i < p.tags.length; i++) illFormed(`tags.${i}`, p.tags[i]);
 }
+
+const failure = (details: ErrorDetail[], externalId: string | undefined): NormalizeResult => {
+  const seen = new Set<string>();
+  // A URL can fail both `format` and `pattern` with the same message; say each complaint once.
+  const unique = details.filter((d) => !seen.has(`${d.path}\0${d.message}`) && seen.add(`${d.path}\0${d.message}`));
+  return externalId === undefined ? { ok: false, details: unique } : { ok: false, details: unique, externalId };
+};
 
 /**
  * Validates an item payload against the contract's ItemPayload and the service's rules, and
@@ -287,23 +290,22 @@ export function normalizeItem(input: unknown, pathPrefix = ''): NormalizeResult 
   const externalId = isObject(prepared) && typeof prepared.externalId === 'string' && prepared.externalId !== ''
     ? prepared.externalId
     : undefined;
+  // Every error at once: what Postgres could not store, the schema's complaints, the service's rules.
+  const details: ErrorDetail[] = unstorableTexts(input, base.replace(/\.$/, ''), MAX_TEXT_PROBLEMS);
   const validate = itemPayloadValidator();
-  if (!validate(prepared)) {
-    // A URL can fail both `format` and `pattern` with the same message; say each complaint once.
-    const unique = new Map<string, ErrorDetail>();
+  const schemaValid = validate(prepared);
+  if (!schemaValid) {
     for (const error of validate.errors ?? []) {
       const detail = ajvDetail(error, base);
-      if (detail) unique.set(`${detail.path}\0${detail.message}`, detail);
+      if (detail) details.push(detail);
     }
-    const details = [...unique.values()];
-    return externalId === undefined ? { ok: false, details } : { ok: false, details, externalId };
   }
+  if (!isObject(prepared)) return failure(details, undefined);
+  checkRules(prepared, base, details);
+  const metadata = isObject(prepared.metadata) ? checkMetadata(prepared.metadata, base, details) : null;
+  const media = Array.isArray(prepared.media) ? checkMedia(prepared.media as Json[], base, details) : [];
+  if (!schemaValid || details.length > 0) return failure(details, externalId);
   const p = prepared as ItemPayload;
-  const details: ErrorDetail[] = [];
-  checkRules(p, base, details);
-  const metadata = p.metadata ? checkMetadata(p.metadata, base, details) : null;
-  const media = p.media ? checkMedia(p.media as unknown as Json[], base, details) : [];
-  if (details.length > 0) return externalId === undefined ? { ok: false, details } : { ok: false, details, externalId };
 
   const number = (value: number | null | undefined) => (value === undefined || value === null ? null : value === 0 ? 0 : value);
   const item: Omit<NormalizedItem, 'contentHash'> = {

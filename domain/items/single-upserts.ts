@@ -49,12 +49,19 @@ async function drain(em: EntityManager, catalogId: string, queue: Waiter[]): Pro
   while (queue.length > 0) {
     const group = queue.splice(0, MAX_GROUP);
     try {
-      const valid = group.map(({ item }, index) => ({ index, item }));
-      const entries = await upsertPrepared(em, catalogId, { entries: new Array(group.length), valid }, { returnStored: true });
-      group.forEach((waiter, i) => waiter.resolve(entries[i]!));
+      await writeGroup(em, catalogId, group);
     } catch (error) {
-      for (const waiter of group) waiter.reject(error);
+      if (group.length === 1) group[0]!.reject(error);
+      // Whatever failed the shared statement must fail only the request it belongs to: each
+      // member is written again on its own, in arrival order.
+      else for (const waiter of group) await writeGroup(em, catalogId, [waiter]).catch(waiter.reject);
     }
   }
   waiting.delete(catalogId);
+}
+
+async function writeGroup(em: EntityManager, catalogId: string, group: readonly Waiter[]): Promise<void> {
+  const valid = group.map(({ item }, index) => ({ index, item }));
+  const entries = await upsertPrepared(em, catalogId, { entries: new Array(group.length), valid }, { returnStored: true });
+  group.forEach((waiter, i) => waiter.resolve(entries[i]!));
 }

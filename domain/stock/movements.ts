@@ -37,9 +37,13 @@ const view = (row: MovementRow): MovementView => ({
   onHandAfter: row.on_hand_after,
 });
 
+// The range of the on_hand column (integer).
+const INT32_MIN = -2147483648;
+const INT32_MAX = 2147483647;
+
 async function findItem(em: EntityManager, catalogId: string, externalSystem: string, externalId: string) {
-  const [item] = await em.execute<Array<{ id: string; track_stock: boolean }>>(
-    'SELECT id, track_stock FROM items WHERE catalog_id = ? AND external_system = ? AND external_id = ?',
+  const [item] = await em.execute<Array<{ id: string; track_stock: boolean; on_hand: number }>>(
+    'SELECT id, track_stock, on_hand FROM items WHERE catalog_id = ? AND external_system = ? AND external_id = ?',
     [catalogId, externalSystem, externalId],
   );
   if (!item) throw notFound(`Item ${externalSystem}/${externalId}`);
@@ -58,15 +62,23 @@ export async function recordMovement(
   input: MovementInput,
 ): Promise<{ movement: MovementView; onHand: number }> {
   return em.transactional(async (tx) => {
+    // onHand is a 32-bit integer: a movement that would take it out of range is refused, not overflowed.
     const [item] = await tx.execute<Array<{ id: string; on_hand: number }>>(
       `UPDATE items SET on_hand = on_hand + ?
        WHERE catalog_id = ? AND external_system = ? AND external_id = ? AND track_stock
+         AND on_hand::bigint + ? BETWEEN ${INT32_MIN} AND ${INT32_MAX}
        RETURNING id, on_hand`,
-      [input.quantity, catalogId, externalSystem, externalId],
+      [input.quantity, catalogId, externalSystem, externalId, input.quantity],
     );
     if (!item) {
-      await findItem(tx, catalogId, externalSystem, externalId);
-      throw unprocessable(`Item ${externalSystem}/${externalId} does not track stock: upsert it with "trackStock": true first.`);
+      const found = await findItem(tx, catalogId, externalSystem, externalId);
+      if (!found.track_stock) {
+        throw unprocessable(`Item ${externalSystem}/${externalId} does not track stock: upsert it with "trackStock": true first.`);
+      }
+      throw unprocessable(
+        `This movement would take onHand from ${found.on_hand} to ${found.on_hand + input.quantity}, ` +
+        `outside the range an onHand can have (${INT32_MIN} to ${INT32_MAX}).`,
+      );
     }
     const [row] = await tx.execute<MovementRow[]>(
       `INSERT INTO stock_movements (id, catalog_id, item_id, quantity, reason, reference, occurred_at, on_hand_after)

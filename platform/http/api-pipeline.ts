@@ -1,13 +1,12 @@
 // Serves one request under the API prefix: key and rate limit, route, body, validation, handler.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { ErrorObject } from 'ajv';
-import type { ErrorDetail } from '../../domain/errors.ts';
 import { ProductError } from '../../domain/errors.ts';
 import { authenticate, requireScope, unauthorized } from './auth.ts';
 import { DEFAULT_BODY_LIMIT, parseJsonBody, readBody } from './body.ts';
 import type { ContractOperation } from './contract.ts';
 import { RateLimitedError, httpError } from './errors.ts';
 import { withIdempotency } from './idempotency.ts';
+import { pathParameters, schemaErrors, uniqueDetails, unstorableRequestTexts, validationDetails } from './request-validation.ts';
 import { rateLimitHeaders, sendError, sendResult } from './respond.ts';
 import type { Handler, Services } from './types.ts';
 
@@ -27,24 +26,6 @@ class MethodNotAllowedError extends ProductError {
     super('method_not_allowed', `This path supports ${allow.join(', ')} only.`);
     this.allow = allow.join(', ');
   }
-}
-
-/** Turns Ajv errors into the envelope's details, with paths like `items.3.sku` or `query.limit`. */
-export function validationDetails(errors: ErrorObject[]): ErrorDetail[] {
-  const details = errors.map((error) => {
-    const segments = error.instancePath.split('/').slice(1).map((s) => s.replaceAll('~1', '/').replaceAll('~0', '~'));
-    if (segments[0] === 'requestBody') segments.shift();
-    const params = error.params as Record<string, unknown>;
-    if (error.keyword === 'required') segments.push(String(params.missingProperty));
-    if (error.keyword === 'additionalProperties') {
-      segments.push(String(params.additionalProperty));
-      return { path: segments.join('.'), message: 'is not a known field' };
-    }
-    return { path: segments.join('.') || 'body', message: error.message ?? 'is not valid' };
-  });
-  // allOf/oneOf branches can repeat the same complaint; say each once.
-  const seen = new Set<string>();
-  return details.filter((d) => !seen.has(`${d.path}\0${d.message}`) && seen.add(`${d.path}\0${d.message}`));
 }
 
 /** Operations whose contract declares the Idempotency-Key header honour it; others ignore it. */
@@ -100,9 +81,12 @@ export async function serveApi(
       requireScope(outcome.auth, (operation as { 'x-scope'?: string })['x-scope']);
     }
 
+    const pathParams = pathParameters(operation, url.pathname);
     let body: unknown;
+    let bodyBytes = 0;
     if (operation.requestBody) {
       const raw = await readBody(req, BODY_LIMITS[operationId] ?? DEFAULT_BODY_LIMIT);
+      bodyBytes = raw.length;
       if (raw.length > 0 || (operation.requestBody as { required?: boolean }).required) {
         body = parseJsonBody(raw, req.headers['content-type']);
       }
@@ -110,9 +94,11 @@ export async function serveApi(
       req.resume();
     }
     const parsedRequest = { ...request, body };
-    const validation = services.contract.backend.validateRequest(parsedRequest, operation);
-    if (!validation.valid) {
-      throw httpError('validation_error', 'The request is not valid.', validationDetails(validation.errors ?? []));
+    const validation = schemaErrors(services, parsedRequest, operation, bodyBytes);
+    const unstorable = unstorableRequestTexts(operation, pathParams, request.query, body);
+    if (!validation.valid || unstorable.length > 0) {
+      const details = uniqueDetails([...unstorable, ...validationDetails(validation.errors ?? [])]);
+      throw httpError('validation_error', 'The request is not valid.', details);
     }
     // Validation parsed and coerced the parameters already, unless the operation has nothing to validate.
     const coerced = (validation.coerced ?? {}) as { query?: Record<string, unknown>; params?: Record<string, string> };

@@ -4,9 +4,11 @@ import { fileURLToPath } from 'node:url';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import type { Options as AjvOptions } from 'ajv';
 import formats from 'ajv-formats';
-import { OpenAPIBackend } from 'openapi-backend';
-import type { Document, Operation } from 'openapi-backend';
+import { fullFormats } from 'ajv-formats/dist/formats.js';
+import { OpenAPIBackend, OpenAPIValidator } from 'openapi-backend';
+import type { Document, Operation, Request, ValidationResult } from 'openapi-backend';
 import { parse } from 'yaml';
+import { storableTimestamp } from '../db/storable-time.ts';
 
 const addFormats = formats.default;
 
@@ -23,22 +25,37 @@ export interface Contract {
   backend: OpenAPIBackend;
   /** Operations served outside the prefix (health, metrics, docs, the signed upload). */
   outsideOperations: ContractOperation[];
+  /**
+   * Validates a request with work bounded by its size: every error of a small request, the first
+   * error only of a large one (`bodyBytes` over FULL_REPORT_BYTES), whose every wrong element
+   * would otherwise become an error object of its own.
+   */
+  validateRequest(request: Request, operation: ContractOperation, bodyBytes: number): ValidationResult;
 }
+
+/** Requests up to this size get every validation error at once; larger ones stop at the first. */
+export const FULL_REPORT_BYTES = 64 * 1024;
 
 // openapi-backend builds draft-07 Ajv instances; the contract is JSON Schema 2020-12.
 // Keep the formats it registered (int32, int64, float, double, byte, binary, password).
-function ajv2020(original: { formats: Record<string, unknown> }, options: AjvOptions) {
-  const ajv = new Ajv2020({ ...options, allErrors: true, strict: false });
+function ajv2020(original: { formats: Record<string, unknown> }, options: AjvOptions, allErrors: boolean) {
+  const ajv = new Ajv2020({ ...options, allErrors, strict: false });
   addFormats(ajv);
   for (const [name, format] of Object.entries(original.formats)) {
     if (!(name in ajv.formats)) ajv.addFormat(name, format as never);
   }
+  // Every date-time a request carries ends up in a timestamptz column or comparison.
+  const rfc3339 = fullFormats['date-time'] as { validate: (value: string) => boolean };
+  ajv.addFormat('date-time', { type: 'string', validate: (value: string) => rfc3339.validate(value) && storableTimestamp(value) });
   return ajv;
 }
 
-function isOutsidePrefix(operation: ContractOperation): boolean {
-  const servers = (operation as { servers?: unknown[] }).servers ?? [];
-  return servers.length > 0;
+/** Operations whose path item names servers of its own live outside the API prefix. */
+function outsidePrefix(document: Document): (operation: ContractOperation) => boolean {
+  return (operation) => {
+    const item = document.paths?.[operation.path] as { servers?: unknown[] } | undefined;
+    return (operation.servers ?? item?.servers ?? []).length > 0;
+  };
 }
 
 export async function loadContract(path = CONTRACT_PATH): Promise<Contract> {
@@ -52,13 +69,29 @@ export async function loadContract(path = CONTRACT_PATH): Promise<Contract> {
     quick: true,
     validate: true,
     coerceTypes: true,
-    customizeAjv: (original, options) => ajv2020(original as never, options) as never,
+    customizeAjv: (original, options) => ajv2020(original as never, options, true) as never,
   });
   await backend.init();
   // The router rebuilds its flat list of operations (with lodash) on every match and validation;
-  // the document no longer changes after init, so build it once.
+  // the document no longer changes after init, so build it once. Operations served outside the
+  // prefix are left out: under it, `/healthz` is an unknown route, not a handler-less match.
   const operations = backend.router.getOperations();
-  backend.router.getOperations = () => operations;
-  const outsideOperations = operations.filter(isOutsidePrefix);
-  return { document, documentJson, backend, outsideOperations };
+  const isOutside = outsidePrefix(document);
+  const outsideOperations = operations.filter(isOutside);
+  const prefixed = operations.filter((operation) => !isOutside(operation));
+  backend.router.getOperations = () => prefixed;
+  // The same router and schemas, stopping at the first error: bounded work for any body.
+  const firstError = new OpenAPIValidator({
+    definition: backend.definition,
+    router: backend.router,
+    lazyCompileValidators: true,
+    coerceTypes: true,
+    customizeAjv: (original, options) => ajv2020(original as never, options, false) as never,
+  });
+  const validateRequest = (request: Request, operation: ContractOperation, bodyBytes: number): ValidationResult => {
+    const quick = firstError.validateRequest(request, operation);
+    if (quick.valid || bodyBytes > FULL_REPORT_BYTES) return quick;
+    return backend.validateRequest(request, operation);
+  };
+  return { document, documentJson, backend, outsideOperations, validateRequest };
 }

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { ProductError } from '../../domain/errors.ts';
 import { RateLimitedError, renderError } from '../../platform/http/errors.ts';
-import { validationDetails } from '../../platform/http/api-pipeline.ts';
+import { validationDetails } from '../../platform/http/request-validation.ts';
 
 test('a product error renders with its status, code, details and the request id', () => {
   const rendered = renderError(new ProductError('conflict', 'SKU taken', [{ path: 'sku', message: 'in use' }]), 'req_1');

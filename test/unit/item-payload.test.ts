@@ -57,6 +57,18 @@ const rules: Array<[string, unknown, ErrorDetail[]]> = [
     [{ path: 'items.7.metadata.Café', message: 'is the same key as another one after Unicode normalization' }]],
   ['metadata lone surrogate', withFields({ metadata: { a: ['ok', 'bad\uD800'] } }), [{ path: 'items.7.metadata.a.1', message: 'must be valid Unicode text' }]],
   ['name lone surrogate', withFields({ name: 'bad\uDC00' }), [{ path: 'items.7.name', message: 'must be valid Unicode text' }]],
+  // One rule for every text, whatever the field: Postgres stores neither NUL nor a lone surrogate.
+  ['NUL in the identity', withFields({ externalId: 'a\u0000b' }), [{ path: 'items.7.externalId', message: 'must not contain the NUL character (U+0000)' }]],
+  ['NUL in a metadata key and a tag', withFields({ metadata: { 'k\u0000': 1 }, tags: ['ok', '\u0000'] }), [
+    { path: 'items.7.metadata.k\uFFFD', message: 'has a key that must not contain the NUL character (U+0000)' },
+    { path: 'items.7.tags.1', message: 'must not contain the NUL character (U+0000)' },
+  ]],
+  ['lone surrogate in the identity', withFields({ externalId: '\uD800' }), [{ path: 'items.7.externalId', message: 'must be valid Unicode text' }]],
+  ['NUL in a media url', withFields({ media: [{ url: 'https://x.example/a\u0000.jpg' }] }),
+    [{ path: 'items.7.media.0.url', message: 'must not contain the NUL character (U+0000)' }, { path: 'items.7.media.0.url', message: 'must be an absolute http or https URL' }]],
+  ['ncm half-dotted', withFields({ ncm: '8471.3012' }), [{ path: 'items.7.ncm', message: 'must have 8 digits (NNNNNNNN or NNNN.NN.NN)' }]],
+  ['price below 10¹²', withFields({ price: 1e16 }), [{ path: 'items.7.price', message: 'must be less than 1000000000000' }]],
+  ['weight below 10⁹', withFields({ weight: 1e9 }), [{ path: 'items.7.weight', message: 'must be less than 1000000000' }]],
   ['media ≤ 50', withFields({ media: media(51) }), [{ path: 'items.7.media', message: 'must have at most 50 entries' }]],
   ['media url http(s)', withFields({ media: [{ url: 'ftp://cdn.example.com/a.jpg' }] }), [{ path: 'items.7.media.0.url', message: 'must be an absolute http or https URL' }]],
   ['media url absolute', withFields({ media: [{ url: '/a.jpg' }] }), [{ path: 'items.7.media.0.url', message: 'must be an absolute http or https URL' }]],
@@ -94,6 +106,11 @@ test('values at their limits are accepted', () => {
 test('every problem of the schema is reported at once', () => {
   const details = detailsOf(withFields({ sku: '', price: -1, extra: 1, tags: [''] }));
   assert.deepEqual(details.map((d) => d.path).sort(), ['items.7.extra', 'items.7.price', 'items.7.sku', 'items.7.tags.0']);
+});
+
+test("the service's rules are reported together with the schema's complaints", () => {
+  const details = detailsOf(withFields({ sku: '', gtin13: '4006381333932', price: 1.23456, metadata: { 'a\u0000': 1 } }));
+  assert.deepEqual(details.map((d) => d.path).sort(), ['items.7.gtin13', 'items.7.metadata.a\uFFFD', 'items.7.price', 'items.7.sku']);
 });
 
 test('the path prefix may end with a dot or be empty', () => {
