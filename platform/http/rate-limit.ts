@@ -7,7 +7,7 @@ export interface RateLimitState {
   allowed: boolean;
   limit: number;
   remaining: number;
-  /** Unix seconds at which the current minute's window ends. */
+  /** Unix seconds at which the window has room for the full limit again. */
   resetAt: number;
   retryAfter: number;
 }
@@ -72,7 +72,10 @@ function stateAfter(count: number, previous: number, allowed: boolean, limit: nu
       : win + WINDOW + Math.max(0, WINDOW - (WINDOW * (limit - 1)) / Math.max(count, 1)) - now;
     retryAfter = Math.max(1, Math.ceil(wait));
   }
-  return { allowed, limit, remaining: Math.max(0, Math.floor(limit - estimate)), resetAt: win + WINDOW, retryAfter };
+  // The full limit is back once nothing counted is left in the window: this minute's requests
+  // slide out by the end of the next minute, the previous minute's by the end of this one.
+  const resetAt = count > 0 ? win + 2 * WINDOW : previous > 0 ? win + WINDOW : Math.ceil(now);
+  return { allowed, limit, remaining: Math.max(0, Math.floor(limit - estimate)), resetAt, retryAfter };
 }
 
 const COUNT_SUBJECT = prepared(countStatement('$1', '$5::integer', ''));

@@ -92,16 +92,16 @@ test('the window slides: the previous minute weighs by its remaining overlap', a
   const refused = await hit(subject, 10, 655);
   assert.equal(refused.allowed, false);
   assert.equal(refused.retryAfter, 11, 'room returns at 666 s, when 10 × (60 − 6) / 60 + 1 ≤ 10');
-  assert.equal(refused.resetAt, 660);
+  assert.equal(refused.resetAt, 720, 'the full limit is back once this minute has slid out of the window');
   // 15 s into the next minute the previous one still weighs 10 × 45/60 = 7.5: two more fit.
   assert.equal((await hit(subject, 10, 675)).allowed, true);
   assert.equal((await hit(subject, 10, 675)).allowed, true);
   const full = await hit(subject, 10, 675);
   assert.equal(full.allowed, false);
   assert.equal(full.retryAfter, 3, 'at 678 s the old minute weighs 10 × 42/60 = 7, and 7 + 2 + 1 ≤ 10');
-  assert.equal(full.resetAt, 720);
-  // Two minutes later nothing of the old minutes weighs any more.
-  const fresh = await hit(subject, 10, 800);
+  assert.equal(full.resetAt, 780);
+  // At the reset it announced, nothing of the old minutes weighs any more: the whole limit is there.
+  const fresh = await hit(subject, 10, full.resetAt);
   assert.equal(fresh.allowed, true);
   assert.equal(fresh.remaining, 9);
 });
