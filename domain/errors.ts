@@ -2,15 +2,18 @@
 
 export type ErrorCode =
   | 'validation_error'
+  | 'bad_request'
   | 'unauthorized'
   | 'forbidden'
   | 'not_found'
   | 'method_not_allowed'
+  | 'request_timeout'
   | 'conflict'
   | 'payload_too_large'
   | 'unsupported_media_type'
   | 'unprocessable'
   | 'too_many_requests'
+  | 'request_header_fields_too_large'
   | 'not_implemented'
   | 'error';
 

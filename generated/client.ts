@@ -17,7 +17,7 @@ export const servers = {
     staging: "https://staging.catalog.example.com/api/v1/catalog",
     localDevelopment: "http://127.0.0.1:8080/api/v1/catalog"
 };
-export type ErrorCode = "validation_error" | "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "conflict" | "payload_too_large" | "unsupported_media_type" | "unprocessable" | "too_many_requests" | "not_implemented" | "error";
+export type ErrorCode = "validation_error" | "bad_request" | "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "request_timeout" | "conflict" | "payload_too_large" | "unsupported_media_type" | "unprocessable" | "too_many_requests" | "request_header_fields_too_large" | "not_implemented" | "error";
 export type ErrorDetail = {
     /** Dot-separated path of the field (`media.0.url`; `items.3.sku` in bulk upsert; `imports` for the concurrency limit). */
     path: string;

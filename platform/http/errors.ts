@@ -4,15 +4,19 @@ import { ProductError } from '../../domain/errors.ts';
 
 export const STATUS_BY_CODE: Readonly<Record<ErrorCode, number>> = Object.freeze({
   validation_error: 400,
+  // The HTTP message itself is malformed (framing, request line, header syntax).
+  bad_request: 400,
   unauthorized: 401,
   forbidden: 403,
   not_found: 404,
   method_not_allowed: 405,
+  request_timeout: 408,
   conflict: 409,
   payload_too_large: 413,
   unsupported_media_type: 415,
   unprocessable: 422,
   too_many_requests: 429,
+  request_header_fields_too_large: 431,
   error: 500,
   not_implemented: 501,
 });

@@ -2,7 +2,9 @@
 import type { ServerResponse } from 'node:http';
 import { pipeline } from 'node:stream/promises';
 import type { RateLimitState } from './rate-limit.ts';
+import { hasUnreadBody, settleUnreadBody } from './body.ts';
 import { renderError } from './errors.ts';
+import { lingerAfterAnswer } from './transport.ts';
 import type { HandlerResult } from './types.ts';
 
 export function rateLimitHeaders(state: RateLimitState): Record<string, string> {
@@ -25,11 +27,29 @@ export function sendJson(res: ServerResponse, status: number, body: unknown, hea
   res.end(payload);
 }
 
+/**
+ * Answers with the error envelope. A request body left unread (the request is refused before or
+ * while reading it) is settled first, so the answer reaches a client that is still sending and
+ * the connection can carry its next request (settleUnreadBody); when the rest is too large or
+ * too slow to read, the answer closes the connection, lingering (lingerAfterAnswer).
+ */
 export function sendError(res: ServerResponse, error: unknown, requestId: string, headers: Record<string, string> = {}): number {
   const { status, body } = renderError(error, requestId);
   const extra: Record<string, string> = {};
   if (error instanceof Error && 'allow' in error) extra.allow = String(error.allow);
-  sendJson(res, status, body, { ...headers, ...extra });
+  const { req } = res;
+  if (!hasUnreadBody(req)) {
+    sendJson(res, status, body, { ...headers, ...extra });
+    return status;
+  }
+  void settleUnreadBody(req).then((verdict) => {
+    if (res.headersSent || res.destroyed) return;
+    if (verdict === 'close') {
+      extra.connection = 'close';
+      lingerAfterAnswer(req);
+    }
+    sendJson(res, status, body, { ...headers, ...extra });
+  });
   return status;
 }
 

@@ -1,21 +1,21 @@
 // The HTTP server: request ids, access logs and metrics around the API and operational routes.
 import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
-import { randomUUID } from 'node:crypto';
 import { API_PREFIX } from './contract.ts';
 import { httpError } from './errors.ts';
 import { serveApi } from './api-pipeline.ts';
 import type { RequestRecord } from './api-pipeline.ts';
 import { matchOps } from './ops.ts';
 import { sendError } from './respond.ts';
+import { answerClientError, newRequestId } from './transport.ts';
 import type { Handler, Services } from './types.ts';
 
 // An incoming X-Request-Id is kept when it is a sane token, so callers can correlate.
-const REQUEST_ID = /^[A-Za-z0-9._:-]{8,128}$/;
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 export function requestIdOf(req: IncomingMessage): string {
   const given = req.headers['x-request-id'];
-  return typeof given === 'string' && REQUEST_ID.test(given) ? given : `req_${randomUUID().replaceAll('-', '')}`;
+  return typeof given === 'string' && REQUEST_ID.test(given) ? given : newRequestId();
 }
 
 export interface HttpServerOptions {
@@ -27,7 +27,8 @@ export interface HttpServerOptions {
 
 export function createHttpServer(options: HttpServerOptions): Server {
   const { services, handlers } = options;
-  const server = createServer({ keepAliveTimeout: 65_000, requestTimeout: 300_000 }, (req, res) => {
+  // requireHostHeader: Node's own 400 for a missing Host is bare; handle() answers it in the envelope.
+  const server = createServer({ keepAliveTimeout: 65_000, requestTimeout: 300_000, requireHostHeader: false }, (req, res) => {
     const started = process.hrtime.bigint();
     const requestId = requestIdOf(req);
     const record: RequestRecord = { operationId: undefined, catalogId: undefined };
@@ -47,10 +48,17 @@ export function createHttpServer(options: HttpServerOptions): Server {
       else res.destroy();
     });
   });
+  // What the HTTP parser refuses never reaches the handler above; answer it in the envelope too.
+  server.on('clientError', answerClientError(services.logger));
   return server;
 }
 
 async function handle(options: HttpServerOptions, req: IncomingMessage, res: ServerResponse, requestId: string, record: RequestRecord) {
+  if (req.httpVersion === '1.1' && req.headers.host === undefined) {
+    // RFC 9112 §3.2: a server must answer 400 to an HTTP/1.1 request without Host.
+    sendError(res, httpError('bad_request', 'An HTTP/1.1 request must carry a Host header.'), requestId, { 'x-request-id': requestId });
+    return;
+  }
   let url: URL;
   try {
     url = new URL(req.url ?? '/', 'http://localhost');

@@ -42,12 +42,8 @@ export function uploadRoute(services: Services): ExtraRoute {
     if (!url.pathname.startsWith(UPLOAD_ROUTE)) return false;
     record.operationId = 'uploadImportFile';
     const headers: Record<string, string> = { 'x-request-id': requestId, 'cache-control': 'no-store' };
-    const refuse = (error: Error, extra: Record<string, string> = {}) => {
-      // Unread body bytes would otherwise be taken for the next request on this connection.
-      if (!req.readableEnded) extra.connection = 'close';
-      sendError(res, error, requestId, { ...headers, ...extra });
-      if (!req.readableEnded) res.once('finish', () => req.destroy());
-    };
+    // sendError settles the unread rest of the file first, or closes the connection after the answer.
+    const refuse = (error: Error) => sendError(res, error, requestId, headers);
     try {
       if (req.method !== 'PUT') {
         const error = Object.assign(httpError('method_not_allowed', 'This path supports PUT only.'), { allow: 'PUT' });

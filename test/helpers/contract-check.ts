@@ -9,6 +9,7 @@ export const contract = (): Promise<Contract> => (contractPromise ??= loadContra
 const ERROR_CODES = new Set([
   'validation_error', 'unauthorized', 'forbidden', 'not_found', 'method_not_allowed', 'conflict', 'payload_too_large',
   'unsupported_media_type', 'unprocessable', 'too_many_requests', 'not_implemented', 'error',
+  'bad_request', 'request_timeout', 'request_header_fields_too_large',
 ]);
 
 function assertErrorEnvelope(body: unknown, status: number, where: string): void {
