@@ -4,7 +4,7 @@ import { migrate, openDatabase } from '../platform/db/orm.ts';
 import { createLogger } from '../platform/log/logger.ts';
 import { startService } from '../platform/runtime.ts';
 
-export async function runServe(config: Config): Promise<number> {
+export async function runServe(config: Config): Promise<never> {
   const logger = createLogger(config.logLevel);
   // Listen for signals before starting: a SIGTERM during start-up still ends in a clean stop.
   const stopped = new Promise<string>((resolve) => {
@@ -16,7 +16,11 @@ export async function runServe(config: Config): Promise<number> {
   logger.info({ signal }, 'shutting down: draining requests and committing consumer offsets');
   await service.close();
   logger.info('stopped');
-  return 0;
+  await new Promise<void>((resolve) => logger.flush(() => resolve()));
+  // Everything the service opened is closed; what may still hold the event loop is the OS's
+  // name lookups of outbound hosts (webhook targets, image origins), which cannot be cancelled
+  // and can take seconds each on a slow resolver. They must not delay the exit.
+  process.exit(0);
 }
 
 export async function runMigrate(config: Config): Promise<number> {

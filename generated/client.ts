@@ -408,6 +408,12 @@ export function getOpenApi(opts?: Oazapfts.RequestOpts) {
             [key: string]: any;
         };
     } | {
+        status: 400;
+        data: ErrorResponse;
+    } | {
+        status: 401;
+        data: ErrorResponse;
+    } | {
         status: 429;
         data: ErrorResponse;
     } | {

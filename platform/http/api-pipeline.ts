@@ -39,12 +39,14 @@ function allowedMethods(services: Services, path: string, headers: Record<string
 }
 
 function queryObject(url: URL): Record<string, string | string[]> {
-  const query: Record<string, string | string[]> = {};
+  // A Map, then own properties: a parameter named `__proto__` or `constructor` is data, never the
+  // object's prototype (assigning `query.__proto__` would swap it and break every later step).
+  const query = new Map<string, string | string[]>();
   for (const [name, value] of url.searchParams) {
-    const existing = query[name];
-    query[name] = existing === undefined ? value : [...(Array.isArray(existing) ? existing : [existing]), value];
+    const existing = query.get(name);
+    query.set(name, existing === undefined ? value : [...(Array.isArray(existing) ? existing : [existing]), value]);
   }
-  return query;
+  return Object.fromEntries(query);
 }
 
 export async function serveApi(

@@ -12,6 +12,8 @@ const ERROR_CODES = new Set([
   'bad_request', 'request_timeout', 'request_header_fields_too_large',
 ]);
 
+const HTTP_LAYER_CODES = new Set(['bad_request', 'request_timeout', 'request_header_fields_too_large']);
+
 function assertErrorEnvelope(body: unknown, status: number, where: string): void {
   const envelope = body as { success?: unknown; error?: { code?: unknown; message?: unknown; details?: unknown; retryAfter?: unknown } };
   assert.equal(envelope.success, false, `${where}: error body must have success:false`);
@@ -34,6 +36,12 @@ export async function assertMatchesContract(method: string, url: string, respons
   const where = `${method} ${path} → ${response.status}`;
   assert.ok(response.headers.get('x-request-id'), `${where}: X-Request-Id missing`);
   if (!path.startsWith(API_PREFIX)) return;
+  const code = (body as { error?: { code?: unknown } } | undefined)?.error?.code;
+  if (typeof code === 'string' && HTTP_LAYER_CODES.has(code)) {
+    // The contract: refused before any route or key is looked at, so no rate-limit headers and no operation.
+    assertErrorEnvelope(body, response.status, where);
+    return;
+  }
   for (const header of ['x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset']) {
     assert.match(response.headers.get(header) ?? '', /^\d+$/, `${where}: ${header} missing or not an integer`);
   }

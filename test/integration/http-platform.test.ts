@@ -124,3 +124,21 @@ test('health, readiness, metrics and docs answer outside the prefix', async () =
   assert.equal(bundle.status, 200);
   await bundle.arrayBuffer();
 });
+
+test('query parameters named __proto__ or constructor are refused by name like any unknown parameter, not a 500', async () => {
+  const headers = { authorization: `Bearer ${tenant.key}` };
+  for (const [query, path] of [['__proto__=x', 'query.__proto__'], ['__proto__=x&__proto__=y', 'query.__proto__'], ['limit=1&constructor=x', 'query.constructor'], ['zz=1', 'query.zz']]) {
+    const { response, body } = await checkedFetch(`${api}/items?${query}`, { headers });
+    assert.equal(response.status, 400, `${query}: ${JSON.stringify(body)}`);
+    assert.deepEqual(body.error.details.map((d: { path: string }) => d.path), [path], query);
+  }
+});
+
+test('GET /openapi.json refuses an unknown query parameter (400) and an invalid key (401), as its contract says', async () => {
+  const unknown = await checkedFetch(`${api}/openapi.json?zz=1`);
+  assert.equal(unknown.response.status, 400);
+  assert.equal(unknown.body.error.details[0].path, 'query.zz');
+  const invalidKey = await checkedFetch(`${api}/openapi.json`, { headers: { authorization: 'Bearer cat_live_unknown' } });
+  assert.equal(invalidKey.response.status, 401);
+  assert.equal(invalidKey.body.error.code, 'unauthorized');
+});
