@@ -1,5 +1,4 @@
 // The media consumer: jobs from catalog.media.v1 are downloaded and ingested, a bounded number at a time across partitions.
-import pg from 'pg';
 import type { KafkaMessage } from 'kafkajs';
 import { assetKey, createAssetRecorder, loadAssets } from '../../domain/media/assets.ts';
 import { ingestMedia } from '../../domain/media/ingest.ts';
@@ -7,6 +6,7 @@ import { createMediaStore } from '../../domain/media/media-store.ts';
 import type { IngestDeps, IngestOutcome } from '../../domain/media/ingest.ts';
 import type { MediaJob } from '../../domain/media/register.ts';
 import type { Config } from '../../platform/config/config.ts';
+import { createPool } from '../../platform/db/connections.ts';
 import type { KafkaClient } from '../../platform/kafka/client.ts';
 import { TOPICS } from '../../platform/kafka/topics.ts';
 import type { Logger } from '../../platform/log/logger.ts';
@@ -63,7 +63,7 @@ function limiter(limit: number) {
  */
 export async function startMediaConsumer(config: Config, kafka: KafkaClient, logger: Logger): Promise<MediaConsumer> {
   const log = logger.child({ component: 'media-consumer' });
-  const pool = new pg.Pool({ connectionString: config.databaseUrl, max: Math.min(config.media.concurrency + 2, 20) });
+  const pool = createPool({ databaseUrl: config.databaseUrl, max: Math.min(config.media.concurrency + 2, 20), name: 'media', logger: log });
   const fetcher = createImageFetcher({
     timeoutMs: config.media.timeoutMs,
     retries: config.media.retries,

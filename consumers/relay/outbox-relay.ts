@@ -1,7 +1,9 @@
 // The outbox relay: publishes committed outbox rows to Kafka in id order and marks them sent only after Kafka acked.
-import pg from 'pg';
+import type pg from 'pg';
 import type { Message } from 'kafkajs';
 import { OUTBOX_CHANNEL } from '../../domain/events/outbox.ts';
+import { createPool, listenToChannel } from '../../platform/db/connections.ts';
+import type { ChannelListener } from '../../platform/db/connections.ts';
 import type { KafkaClient } from '../../platform/kafka/client.ts';
 import type { Logger } from '../../platform/log/logger.ts';
 
@@ -92,12 +94,12 @@ export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
   const retentionMs = options.retentionMs ?? 24 * 3600_000;
   const cleanupIntervalMs = options.cleanupIntervalMs ?? 10 * 60_000;
   const ownPool = options.pool === undefined;
-  const pool = options.pool ?? new pg.Pool({ connectionString: options.databaseUrl, max: 2 });
+  const pool = options.pool ?? createPool({ databaseUrl: options.databaseUrl, max: 2, name: 'outbox-relay', logger: log });
   const stats: OutboxRelayStats = { published: 0, batches: 0, failures: 0, lastError: undefined };
 
   let running = false;
   let loop: Promise<void> | undefined;
-  let listener: pg.Client | undefined;
+  let listener: ChannelListener | undefined;
   // A NOTIFY that lands while a batch runs must not be lost: it makes the next idle nap return at once.
   let woken = false;
   let waiter: { finish: () => void; byNotify: boolean } | undefined;
@@ -128,24 +130,15 @@ export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
     });
   };
 
-  async function listen(): Promise<void> {
-    const client = new pg.Client({ connectionString: options.databaseUrl });
-    client.on('notification', notified);
-    client.on('error', (error) => {
-      // Polling keeps the relay going; the next loop turn opens a new listener.
-      log.warn({ err: error }, 'outbox LISTEN connection lost');
-      if (listener === client) listener = undefined;
-      client.end().catch(() => undefined);
-    });
-    try {
-      await client.connect();
-      await client.query(`LISTEN ${OUTBOX_CHANNEL}`);
-    } catch (error) {
-      await client.end().catch(() => undefined);
-      throw error;
-    }
-    listener = client;
-  }
+  /**
+   * Once LISTEN is back after the connection was lost, rows committed meanwhile were not
+   * notified: claim at once, also cutting short a backoff, which was most likely waiting out
+   * the same outage.
+   */
+  const listening = (): void => {
+    woken = true;
+    waiter?.finish();
+  };
 
   async function relayOnce(): Promise<number> {
     if (!topicsReady) {
@@ -216,7 +209,6 @@ export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
     let backoff = 0;
     while (running) {
       try {
-        if (listener === undefined) await listen().catch((error: unknown) => log.warn({ err: error }, 'outbox LISTEN failed; polling'));
         const sent = await relayOnce();
         if (backoff > 0) log.info({ sent }, 'outbox relay recovered');
         backoff = 0;
@@ -244,7 +236,8 @@ export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
       if (running) return;
       running = true;
       // Listening before the first claim: a commit after that claim's snapshot is then always notified.
-      await listen().catch((error: unknown) => log.warn({ err: error }, 'outbox LISTEN failed; polling'));
+      listener = listenToChannel({ databaseUrl: options.databaseUrl, channel: OUTBOX_CHANNEL, logger: log, onNotify: notified, onListening: listening });
+      await listener.firstAttempt;
       loop = run();
       log.info({ batchSize, lingerMs, pollIntervalMs }, 'outbox relay started');
     },
@@ -253,7 +246,7 @@ export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
       running = false;
       waiter?.finish();
       await loop;
-      await listener?.end().catch(() => undefined);
+      await listener?.close();
       listener = undefined;
       if (ownPool) await pool.end();
       log.info(stats, 'outbox relay stopped');

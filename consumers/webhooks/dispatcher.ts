@@ -1,12 +1,14 @@
 // The delivery worker: claims due deliveries from Postgres under a lease, POSTs them, and settles the attempts in batches.
 import { randomUUID } from 'node:crypto';
-import pg from 'pg';
+import type pg from 'pg';
 import { DELIVERY_CHANNEL, claimDueDeliveries, nextDueAt, settleAttempts } from '../../domain/webhooks/delivery-queue.ts';
 import type { ClaimedDelivery, Completion } from '../../domain/webhooks/delivery-queue.ts';
 import { nextAttemptDelay } from '../../domain/webhooks/retry-schedule.ts';
 import { createSender } from '../../domain/webhooks/send-delivery.ts';
 import { deliveryHeaders, liveSecrets } from '../../domain/webhooks/signing.ts';
 import type { Config } from '../../platform/config/config.ts';
+import { listenToChannel } from '../../platform/db/connections.ts';
+import type { ChannelListener } from '../../platform/db/connections.ts';
 import type { Logger } from '../../platform/log/logger.ts';
 
 export interface DispatcherOptions {
@@ -55,7 +57,7 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
 
   let running = false;
   let loop: Promise<void> | undefined;
-  let listener: pg.Client | undefined;
+  let listener: ChannelListener | undefined;
   let woken = false;
   let wake: (() => void) | undefined;
   const inFlightByWebhook = new Map<string, number>();
@@ -88,19 +90,6 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
     }
     wake = finish;
   });
-
-  async function listen(): Promise<void> {
-    const client = new pg.Client({ connectionString: config.databaseUrl });
-    client.on('notification', poke);
-    client.on('error', (error) => {
-      log.warn({ err: error }, 'LISTEN connection lost; polling until it is back');
-      if (listener === client) listener = undefined;
-      client.end().catch(() => undefined);
-    });
-    await client.connect();
-    await client.query(`LISTEN ${DELIVERY_CHANNEL}`);
-    listener = client;
-  }
 
   function flushSoon(): void {
     if (pending.length >= FLUSH_SIZE) {
@@ -197,7 +186,6 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
     let backoff = 0;
     while (running) {
       try {
-        if (listener === undefined) await listen().catch((error: unknown) => log.warn({ err: error }, 'LISTEN failed; polling'));
         const room = Math.min(maxInFlight - inFlight, FLUSH_SIZE);
         if (room <= 0) {
           waitingForRoom = true;
@@ -243,7 +231,9 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
     async start() {
       if (running) return;
       running = true;
-      await listen().catch((error: unknown) => log.warn({ err: error }, 'LISTEN failed; polling'));
+      // Each time LISTEN is back, a claim: deliveries scheduled meanwhile were not notified.
+      listener = listenToChannel({ databaseUrl: config.databaseUrl, channel: DELIVERY_CHANNEL, logger: log, onNotify: poke, onListening: poke });
+      await listener.firstAttempt;
       loop = run();
       log.info({ maxInFlight, perWebhook, leaseMs, timeoutMs: config.webhookTimeoutMs }, 'webhook dispatcher started');
     },
@@ -255,7 +245,7 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
       await Promise.allSettled([...attempts]);
       clearTimeout(flushTimer);
       await flush();
-      await listener?.end().catch(() => undefined);
+      await listener?.close();
       listener = undefined;
       await sender.close();
       log.info(stats, 'webhook dispatcher stopped');

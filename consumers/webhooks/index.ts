@@ -1,6 +1,6 @@
 // Starts the webhook workers of a consumers process: the fan-out consumer, the delivery dispatcher and the disable notices.
-import pg from 'pg';
 import type { Config } from '../../platform/config/config.ts';
+import { createPool } from '../../platform/db/connections.ts';
 import type { KafkaClient } from '../../platform/kafka/client.ts';
 import type { Logger } from '../../platform/log/logger.ts';
 import { createMailer } from '../../platform/mail/mailer.ts';
@@ -19,14 +19,14 @@ export interface WebhookWorkers {
 
 export async function startWebhookWorkers(config: Config, kafka: KafkaClient, logger: Logger): Promise<WebhookWorkers> {
   // Creating deliveries must be durable before Kafka offsets move on: synchronous commits.
-  const pool = new pg.Pool({ connectionString: config.databaseUrl, max: 4 });
+  const pool = createPool({ databaseUrl: config.databaseUrl, max: 4, name: 'webhooks', logger });
   // Claims and settlements are bookkeeping of an at-least-once process: if Postgres crashes and
   // loses the last few hundred milliseconds of them, the deliveries are simply attempted again
   // (receivers deduplicate by event id), so they do not wait for the WAL flush. Without fresh
   // statistics (a young or fast-growing table) the planner answers the claim with a bitmap scan
   // and a sort of every due row; the ordered walk of the due index is always right for it.
-  const dispatchPool = new pg.Pool({
-    connectionString: config.databaseUrl, max: 4, options: '-c synchronous_commit=off -c enable_bitmapscan=off',
+  const dispatchPool = createPool({
+    databaseUrl: config.databaseUrl, max: 4, name: 'webhook-dispatch', logger, options: '-c synchronous_commit=off -c enable_bitmapscan=off',
   });
   const mailer = createMailer(config, logger);
   const notices = createDisableNotices(pool, mailer, logger);

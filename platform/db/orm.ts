@@ -5,6 +5,7 @@ import pg from 'pg';
 import type { Logger } from '../log/logger.ts';
 import { entities } from './entities/index.ts';
 import { migrations } from './migrations/index.ts';
+import { releaseLostClients, watchClient } from './connections.ts';
 import { PreparingClient } from './sql.ts';
 
 export type Orm = MikroORM;
@@ -55,7 +56,9 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Orm> {
     extensions: [Migrator],
     ensureDatabase: false,
     pool: { min: 0, max: options.poolSize ?? 10 },
-    driverOptions: { Client: PreparingClient },
+    // MikroORM listens for its clients' errors; a client that dies while checked out must also
+    // give its slot back (see releaseLostClients).
+    driverOptions: { Client: PreparingClient, onPoolCreated: releaseLostClients },
     migrations: { migrationsList: migrations, transactional: true, allOrNothing: true, snapshot: false, silent: true },
     debug: false,
   });
@@ -65,7 +68,7 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Orm> {
 
 /** Applies pending migrations under an advisory lock, so instances starting together take turns. */
 export async function migrate(orm: Orm, databaseUrl: string, logger: Logger): Promise<string[]> {
-  const lock = new pg.Client({ connectionString: databaseUrl });
+  const lock = watchClient(new pg.Client({ connectionString: databaseUrl }), logger, 'migration-lock');
   await lock.connect();
   try {
     await lock.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);

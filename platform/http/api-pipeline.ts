@@ -1,6 +1,7 @@
 // Serves one request under the API prefix: key and rate limit, route, body, validation, handler.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ProductError } from '../../domain/errors.ts';
+import { retryOnConnectionLoss } from '../db/connections.ts';
 import { authenticate, requireScope, unauthorized } from './auth.ts';
 import { DEFAULT_BODY_LIMIT, parseJsonBody, readBody } from './body.ts';
 import type { ContractOperation } from './contract.ts';
@@ -11,6 +12,11 @@ import { rateLimitHeaders, sendError, sendResult } from './respond.ts';
 import type { Handler, Services } from './types.ts';
 
 const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];
+
+// Requests that are safe to run again when the database connection was lost under them: reads,
+// and the upserts, idempotent by nature (the contract tells clients they are safe to retry).
+const SAFE_METHODS = new Set(['GET', 'HEAD']);
+const IDEMPOTENT_OPERATIONS = new Set(['upsertItem', 'bulkUpsertItems']);
 
 // Bulk upserts carry up to 1,000 items of up to ~16 KB of metadata each (DESIGN §4).
 const BODY_LIMITS: Record<string, number> = { bulkUpsertItems: 32 * 1024 * 1024 };
@@ -61,7 +67,8 @@ export async function serveApi(
   const baseHeaders: Record<string, string> = { 'x-request-id': requestId, 'cache-control': 'no-store' };
   let limitHeaders: Record<string, string> = {};
   try {
-    const outcome = await authenticate(services.orm, req.headers.authorization, req.socket.remoteAddress ?? 'unknown');
+    // A lost connection rolled the rate-limit count back with everything else: counting again is right.
+    const outcome = await retryOnConnectionLoss(() => authenticate(services.orm, req.headers.authorization, req.socket.remoteAddress ?? 'unknown'));
     limitHeaders = rateLimitHeaders(outcome.rateLimit);
     record.catalogId = outcome.auth?.catalogId;
     if (!outcome.rateLimit.allowed) throw new RateLimitedError(outcome.rateLimit.retryAfter);
@@ -119,13 +126,23 @@ export async function serveApi(
       em: services.orm.em.fork(),
     };
     const idempotencyKey = req.headers['idempotency-key'];
-    const result = typeof idempotencyKey === 'string' && acceptsIdempotencyKey(operation) && outcome.auth
-      ? await withIdempotency(
-        context.em,
-        { catalogId: outcome.auth.catalogId, operation: operationId, key: idempotencyKey, path: url.pathname, body },
-        (em) => handler({ ...context, em }),
-      )
-      : await handler(context);
+    const keyed = typeof idempotencyKey === 'string' && acceptsIdempotencyKey(operation) && outcome.auth;
+    let attempt = 0;
+    const run = () => {
+      // Each try on an entity manager of its own: the one of a failed try may hold its state.
+      const em = attempt++ === 0 ? context.em : services.orm.em.fork();
+      return keyed
+        ? withIdempotency(
+          em,
+          { catalogId: outcome.auth!.catalogId, operation: operationId, key: idempotencyKey, path: url.pathname, body },
+          (tx) => handler({ ...context, em: tx }),
+        )
+        : handler({ ...context, em });
+    };
+    // A keyed request is safe too: its stored answer is committed with its effects.
+    const result = SAFE_METHODS.has(request.method) || IDEMPOTENT_OPERATIONS.has(operationId) || keyed
+      ? await retryOnConnectionLoss(run)
+      : await run();
     await sendResult(res, result, { ...baseHeaders, ...limitHeaders });
   } catch (error) {
     if (!(error instanceof ProductError)) services.logger.error({ err: error, requestId }, 'request failed');
