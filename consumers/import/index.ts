@@ -1,9 +1,11 @@
 // The import consumer: jobs from catalog.imports.v1, plus a sweeper for lapsed upload windows and orphaned jobs.
 import type { EachMessagePayload } from 'kafkajs';
+import { recordProcessingFailure } from '../../domain/imports/parking.ts';
 import { processImport } from '../../domain/imports/process.ts';
 import type { ImportMessage } from '../../domain/imports/jobs.ts';
 import { expireUploadWindows, jobsToResume } from '../../domain/imports/sweep.ts';
 import type { Config } from '../../platform/config/config.ts';
+import { isConnectionError } from '../../platform/db/connections.ts';
 import type { Orm } from '../../platform/db/orm.ts';
 import type { KafkaClient } from '../../platform/kafka/client.ts';
 import { TOPICS } from '../../platform/kafka/topics.ts';
@@ -33,6 +35,28 @@ export async function startImportConsumer(options: ImportConsumerOptions): Promi
   const running = new Map<string, Promise<unknown>>();
   let stopping = false;
 
+  /**
+   * What a failed run leaves behind. It never throws: the sweeper takes an unfinished job up again
+   * within SWEEP_MS, so a failure neither restarts the Kafka consumer (which would hold up every
+   * other catalog's jobs) nor is lost. A lost connection only delays the job; any other failure
+   * counts towards parking it (recordProcessingFailure).
+   */
+  const afterFailure = async (jobId: string, error: unknown): Promise<string> => {
+    if (isConnectionError(error)) {
+      log.warn({ err: error, jobId }, 'import interrupted by a lost database connection; it resumes from its last batch');
+      return 'interrupted';
+    }
+    log.error({ err: error, jobId }, 'import processing failed');
+    try {
+      const parked = await recordProcessingFailure(options.orm.em.fork(), jobId);
+      if (parked) log.error({ jobId }, 'import parked as failed: its processing failed for good');
+      return parked ? 'parked' : 'failed';
+    } catch (recordError) {
+      log.warn({ err: recordError, jobId }, 'could not count the import failure; the job is retried');
+      return 'failed';
+    }
+  };
+
   /** One run per job in this process; the processing lock keeps other processes off it. */
   const runJob = (jobId: string, heartbeat?: () => Promise<void>): Promise<unknown> => {
     const current = running.get(jobId);
@@ -40,7 +64,9 @@ export async function startImportConsumer(options: ImportConsumerOptions): Promi
     const run = processImport({
       orm: options.orm, storage, databaseUrl: options.config.databaseUrl, logger: log,
       ...(heartbeat ? { heartbeat } : {}), stopping: () => stopping,
-    }, jobId).finally(() => running.delete(jobId));
+    }, jobId)
+      .catch((error: unknown) => afterFailure(jobId, error))
+      .finally(() => running.delete(jobId));
     running.set(jobId, run);
     return run;
   };
@@ -51,7 +77,7 @@ export async function startImportConsumer(options: ImportConsumerOptions): Promi
       if (expired > 0) log.info({ expired }, 'cancelled jobs whose upload window lapsed');
       for (const jobId of await jobsToResume(options.orm.em.fork(), QUEUED_GRACE_SECONDS)) {
         if (stopping) break;
-        if (!running.has(jobId)) runJob(jobId).catch((error: unknown) => log.error({ err: error, jobId }, 'resuming an import failed'));
+        if (!running.has(jobId)) void runJob(jobId);
       }
     } catch (error) {
       log.error({ err: error }, 'import sweep failed');
@@ -80,7 +106,6 @@ export async function startImportConsumer(options: ImportConsumerOptions): Promi
         log.warn({ offset: message.offset }, 'skipped a record that is not an import job');
         return;
       }
-      // Throws only for what a retry can fix (database or storage down): kafkajs re-delivers.
       const outcome = await runJob(body.jobId, heartbeat);
       log.debug({ jobId: body.jobId, outcome }, 'import message handled');
     },

@@ -6,6 +6,7 @@ import { Imports } from './0004-imports.ts';
 import { RateLimitStatement } from './0005-rate-limit-statement.ts';
 import { RateLimitGroups } from './0006-rate-limit-groups.ts';
 import { ImportFingerprints } from './0007-import-fingerprints.ts';
+import { ImportProcessingFailures } from './0008-import-processing-failures.ts';
 
 export const migrations: MigrationObject[] = [
   { name: '0001-initial-schema', class: InitialSchema },
@@ -14,4 +15,5 @@ export const migrations: MigrationObject[] = [
   { name: '0005-rate-limit-statement', class: RateLimitStatement },
   { name: '0006-rate-limit-groups', class: RateLimitGroups },
   { name: '0007-import-fingerprints', class: ImportFingerprints },
+  { name: '0008-import-processing-failures', class: ImportProcessingFailures },
 ];
