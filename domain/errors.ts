@@ -15,6 +15,7 @@ export type ErrorCode =
   | 'too_many_requests'
   | 'request_header_fields_too_large'
   | 'not_implemented'
+  | 'service_unavailable'
   | 'error';
 
 export interface ErrorDetail {

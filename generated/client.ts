@@ -17,7 +17,7 @@ export const servers = {
     staging: "https://staging.catalog.example.com/api/v1/catalog",
     localDevelopment: "http://127.0.0.1:8080/api/v1/catalog"
 };
-export type ErrorCode = "validation_error" | "bad_request" | "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "request_timeout" | "conflict" | "payload_too_large" | "unsupported_media_type" | "unprocessable" | "too_many_requests" | "request_header_fields_too_large" | "not_implemented" | "error";
+export type ErrorCode = "validation_error" | "bad_request" | "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "request_timeout" | "conflict" | "payload_too_large" | "unsupported_media_type" | "unprocessable" | "too_many_requests" | "request_header_fields_too_large" | "not_implemented" | "service_unavailable" | "error";
 export type ErrorDetail = {
     /** Dot-separated path of the field (`media.0.url`; `items.3.sku` in bulk upsert; `imports` for the concurrency limit). */
     path: string;
@@ -32,7 +32,7 @@ export type ErrorResponse = {
         message: string;
         /** Per-field problems (validation errors, some conflicts). */
         details?: ErrorDetail[];
-        /** Only on 429; seconds to wait, equal to the `Retry-After` header. */
+        /** Only on 429 and 503; seconds to wait, equal to the `Retry-After` header. */
         retryAfter?: number;
         /** The request id (same as `X-Request-Id`). */
         requestId?: string;
@@ -419,6 +419,9 @@ export function getOpenApi(opts?: Oazapfts.RequestOpts) {
     } | {
         status: 500;
         data: ErrorResponse;
+    } | {
+        status: 503;
+        data: ErrorResponse;
     }>("/openapi.json", {
         ...opts
     });
@@ -455,6 +458,9 @@ export function listItems({ limit, cursor, updatedSince, sku, category, brand, t
         data: ErrorResponse;
     } | {
         status: 500;
+        data: ErrorResponse;
+    } | {
+        status: 503;
         data: ErrorResponse;
     }>(`/items${QS.query(QS.explode({
         limit,
@@ -502,6 +508,9 @@ export function upsertItem(itemPayload: ItemPayload, opts?: Oazapfts.RequestOpts
     } | {
         status: 500;
         data: ErrorResponse;
+    } | {
+        status: 503;
+        data: ErrorResponse;
     }>("/items/upsert", oazapfts.json({
         ...opts,
         method: "POST",
@@ -538,6 +547,9 @@ export function bulkUpsertItems(bulkUpsertRequest: BulkUpsertRequest, opts?: Oaz
         data: ErrorResponse;
     } | {
         status: 500;
+        data: ErrorResponse;
+    } | {
+        status: 503;
         data: ErrorResponse;
     }>("/items/bulk-upsert", oazapfts.json({
         ...opts,
@@ -585,6 +597,9 @@ export function getItem(externalSystem: ExternalSystem, externalId: ExternalId, 
     } | {
         status: 500;
         data: ErrorResponse;
+    } | {
+        status: 503;
+        data: ErrorResponse;
     }>(`/items/${encodeURIComponent(externalSystem)}/${encodeURIComponent(externalId)}`, {
         ...opts
     });
@@ -616,6 +631,9 @@ export function deleteItem(externalSystem: ExternalSystem, externalId: ExternalI
         data: ErrorResponse;
     } | {
         status: 500;
+        data: ErrorResponse;
+    } | {
+        status: 503;
         data: ErrorResponse;
     }>(`/items/${encodeURIComponent(externalSystem)}/${encodeURIComponent(externalId)}`, {
         ...opts,
@@ -664,6 +682,9 @@ export function createStockMovement(externalSystem: ExternalSystem, externalId: 
     } | {
         status: 500;
         data: ErrorResponse;
+    } | {
+        status: 503;
+        data: ErrorResponse;
     }>(`/items/${encodeURIComponent(externalSystem)}/${encodeURIComponent(externalId)}/stock-movements`, oazapfts.json({
         ...opts,
         method: "POST",
@@ -703,6 +724,9 @@ export function listStockMovements(externalSystem: ExternalSystem, externalId: E
         data: ErrorResponse;
     } | {
         status: 500;
+        data: ErrorResponse;
+    } | {
+        status: 503;
         data: ErrorResponse;
     }>(`/items/${encodeURIComponent(externalSystem)}/${encodeURIComponent(externalId)}/stock-movements${QS.query(QS.explode({
         limit,
@@ -747,6 +771,9 @@ export function createImport(createImportRequest: CreateImportRequest, { idempot
     } | {
         status: 500;
         data: ErrorResponse;
+    } | {
+        status: 503;
+        data: ErrorResponse;
     }>("/imports", oazapfts.json({
         ...opts,
         method: "POST",
@@ -785,6 +812,9 @@ export function listImports({ limit, cursor, status }: {
     } | {
         status: 500;
         data: ErrorResponse;
+    } | {
+        status: 503;
+        data: ErrorResponse;
     }>(`/imports${QS.query(QS.explode({
         limit,
         cursor,
@@ -818,6 +848,9 @@ export function getImport(jobId: string, opts?: Oazapfts.RequestOpts) {
     } | {
         status: 500;
         data: ErrorResponse;
+    } | {
+        status: 503;
+        data: ErrorResponse;
     }>(`/imports/${encodeURIComponent(jobId)}`, {
         ...opts
     });
@@ -849,6 +882,9 @@ export function startImport(jobId: string, opts?: Oazapfts.RequestOpts) {
         data: ErrorResponse;
     } | {
         status: 500;
+        data: ErrorResponse;
+    } | {
+        status: 503;
         data: ErrorResponse;
     }>(`/imports/${encodeURIComponent(jobId)}/start`, {
         ...opts,
@@ -882,6 +918,9 @@ export function cancelImport(jobId: string, opts?: Oazapfts.RequestOpts) {
         data: ErrorResponse;
     } | {
         status: 500;
+        data: ErrorResponse;
+    } | {
+        status: 503;
         data: ErrorResponse;
     }>(`/imports/${encodeURIComponent(jobId)}/cancel`, {
         ...opts,
@@ -919,6 +958,9 @@ export function retryImport(jobId: string, opts?: Oazapfts.RequestOpts) {
     } | {
         status: 500;
         data: ErrorResponse;
+    } | {
+        status: 503;
+        data: ErrorResponse;
     }>(`/imports/${encodeURIComponent(jobId)}/retry`, {
         ...opts,
         method: "POST"
@@ -955,6 +997,9 @@ export function listImportErrors(jobId: string, { errorType, limit, cursor }: {
         data: ErrorResponse;
     } | {
         status: 500;
+        data: ErrorResponse;
+    } | {
+        status: 503;
         data: ErrorResponse;
     }>(`/imports/${encodeURIComponent(jobId)}/errors${QS.query(QS.explode({
         errorType,
@@ -1000,6 +1045,9 @@ export function createWebhook(createWebhookRequest: CreateWebhookRequest, { idem
     } | {
         status: 500;
         data: ErrorResponse;
+    } | {
+        status: 503;
+        data: ErrorResponse;
     }>("/webhooks", oazapfts.json({
         ...opts,
         method: "POST",
@@ -1037,6 +1085,9 @@ export function listWebhooks({ limit, cursor }: {
     } | {
         status: 500;
         data: ErrorResponse;
+    } | {
+        status: 503;
+        data: ErrorResponse;
     }>(`/webhooks${QS.query(QS.explode({
         limit,
         cursor
@@ -1068,6 +1119,9 @@ export function getWebhook(id: string, opts?: Oazapfts.RequestOpts) {
         data: ErrorResponse;
     } | {
         status: 500;
+        data: ErrorResponse;
+    } | {
+        status: 503;
         data: ErrorResponse;
     }>(`/webhooks/${encodeURIComponent(id)}`, {
         ...opts
@@ -1103,6 +1157,9 @@ export function updateWebhook(id: string, updateWebhookRequest: UpdateWebhookReq
         data: ErrorResponse;
     } | {
         status: 500;
+        data: ErrorResponse;
+    } | {
+        status: 503;
         data: ErrorResponse;
     }>(`/webhooks/${encodeURIComponent(id)}`, oazapfts.json({
         ...opts,
@@ -1141,6 +1198,9 @@ export function deleteWebhook(id: string, opts?: Oazapfts.RequestOpts) {
     } | {
         status: 500;
         data: ErrorResponse;
+    } | {
+        status: 503;
+        data: ErrorResponse;
     }>(`/webhooks/${encodeURIComponent(id)}`, {
         ...opts,
         method: "DELETE"
@@ -1174,6 +1234,9 @@ export function rotateWebhookSecret(id: string, opts?: Oazapfts.RequestOpts) {
     } | {
         status: 500;
         data: ErrorResponse;
+    } | {
+        status: 503;
+        data: ErrorResponse;
     }>(`/webhooks/${encodeURIComponent(id)}/rotate-secret`, {
         ...opts,
         method: "POST"
@@ -1203,6 +1266,9 @@ export function resumeWebhook(id: string, opts?: Oazapfts.RequestOpts) {
         data: ErrorResponse;
     } | {
         status: 500;
+        data: ErrorResponse;
+    } | {
+        status: 503;
         data: ErrorResponse;
     }>(`/webhooks/${encodeURIComponent(id)}/resume`, {
         ...opts,
@@ -1242,6 +1308,9 @@ export function testWebhook(id: string, opts?: Oazapfts.RequestOpts) {
         data: ErrorResponse;
     } | {
         status: 500;
+        data: ErrorResponse;
+    } | {
+        status: 503;
         data: ErrorResponse;
     }>(`/webhooks/${encodeURIComponent(id)}/test`, {
         ...opts,
@@ -1287,6 +1356,9 @@ export function recoverWebhook(id: string, recoverWebhookRequest: RecoverWebhook
     } | {
         status: 500;
         data: ErrorResponse;
+    } | {
+        status: 503;
+        data: ErrorResponse;
     }>(`/webhooks/${encodeURIComponent(id)}/recover`, oazapfts.json({
         ...opts,
         method: "POST",
@@ -1325,6 +1397,9 @@ export function listWebhookDeliveries(id: string, { status, limit, cursor }: {
     } | {
         status: 500;
         data: ErrorResponse;
+    } | {
+        status: 503;
+        data: ErrorResponse;
     }>(`/webhooks/${encodeURIComponent(id)}/deliveries${QS.query(QS.explode({
         status,
         limit,
@@ -1361,6 +1436,9 @@ export function getWebhookDelivery(id: string, deliveryId: string, opts?: Oazapf
     } | {
         status: 500;
         data: ErrorResponse;
+    } | {
+        status: 503;
+        data: ErrorResponse;
     }>(`/webhooks/${encodeURIComponent(id)}/deliveries/${encodeURIComponent(deliveryId)}`, {
         ...opts
     });
@@ -1395,6 +1473,9 @@ export function retryWebhookDelivery(id: string, deliveryId: string, opts?: Oaza
         data: ErrorResponse;
     } | {
         status: 500;
+        data: ErrorResponse;
+    } | {
+        status: 503;
         data: ErrorResponse;
     }>(`/webhooks/${encodeURIComponent(id)}/deliveries/${encodeURIComponent(deliveryId)}/retry`, {
         ...opts,

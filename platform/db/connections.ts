@@ -68,8 +68,10 @@ export function releaseLostClients(pool: pg.Pool): void {
 
 // SQLSTATE classes and codes of a connection the server ended or refused: 08 connection
 // exception, 57P01–57P03 administrator/crash shutdown and "cannot connect now" (starting up).
+// A database closed to new connections (ALLOW_CONNECTIONS false, as during maintenance) answers
+// the generic 55000, so that one is told by its message.
 const CONNECTION_CODES = /^(08|57P0[1-3]$|53300$)/;
-const CONNECTION_MESSAGES = /Connection terminated|not queryable|ECONNREFUSED|ECONNRESET|EPIPE|ETIMEDOUT|ENOTFOUND|EAI_AGAIN|timeout exceeded when trying to connect/i;
+const CONNECTION_MESSAGES = /Connection terminated|not queryable|is not currently accepting connections|ECONNREFUSED|ECONNRESET|EPIPE|ETIMEDOUT|ENOTFOUND|EAI_AGAIN|timeout exceeded when trying to connect/i;
 
 /**
  * True when `error` says the database connection was lost or could not be made: a fault of the

@@ -1,6 +1,7 @@
 // The one error catalogue (code → HTTP status) and the one renderer to the spec's envelope.
 import type { ErrorCode, ErrorDetail } from '../../domain/errors.ts';
 import { ProductError } from '../../domain/errors.ts';
+import { isConnectionError } from '../db/connections.ts';
 
 export const STATUS_BY_CODE: Readonly<Record<ErrorCode, number>> = Object.freeze({
   validation_error: 400,
@@ -19,7 +20,12 @@ export const STATUS_BY_CODE: Readonly<Record<ErrorCode, number>> = Object.freeze
   request_header_fields_too_large: 431,
   error: 500,
   not_implemented: 501,
+  service_unavailable: 503,
 });
+
+// How long a client waits after a 503 for an unreachable database: pools and LISTEN connections
+// try again within this (platform/db/connections.ts), so the next try usually finds it back.
+const DATABASE_RETRY_AFTER_SECONDS = 5;
 
 export interface ErrorBody {
   success: false;
@@ -37,13 +43,31 @@ export interface RenderedError {
   body: ErrorBody;
 }
 
-/** Renders any thrown value; what is not a ProductError becomes a 500 that leaks no internals. */
+/**
+ * Renders any thrown value. A lost or refused database connection is a 503 with a time to retry
+ * (a fault of the moment, not of the request); anything else that is not a ProductError becomes
+ * a 500 that leaks no internals.
+ */
 export function renderError(error: unknown, requestId: string): RenderedError {
   if (error instanceof ProductError) {
     const body: ErrorBody = { success: false, error: { code: error.code, message: error.message, requestId } };
     if (error.details && error.details.length > 0) body.error.details = error.details;
     if (error instanceof RateLimitedError) body.error.retryAfter = error.retryAfter;
     return { status: STATUS_BY_CODE[error.code], body };
+  }
+  if (isConnectionError(error)) {
+    return {
+      status: 503,
+      body: {
+        success: false,
+        error: {
+          code: 'service_unavailable',
+          message: `The database cannot be reached right now. Retry after ${DATABASE_RETRY_AFTER_SECONDS} seconds; quote request id ${requestId} if it lasts.`,
+          retryAfter: DATABASE_RETRY_AFTER_SECONDS,
+          requestId,
+        },
+      },
+    };
   }
   return {
     status: 500,

@@ -36,6 +36,7 @@ export function sendJson(res: ServerResponse, status: number, body: unknown, hea
 export function sendError(res: ServerResponse, error: unknown, requestId: string, headers: Record<string, string> = {}): number {
   const { status, body } = renderError(error, requestId);
   const extra: Record<string, string> = {};
+  if (body.error.retryAfter !== undefined) extra['retry-after'] = String(body.error.retryAfter);
   if (error instanceof Error && 'allow' in error) extra.allow = String(error.allow);
   const { req } = res;
   if (!hasUnreadBody(req)) {

@@ -11,6 +11,7 @@ import * as api from '../../generated/client.ts';
 import type { ImportJob } from '../../generated/client.ts';
 import { TOPICS } from '../../platform/kafka/topics.ts';
 import { clientOptions, expectData } from '../helpers/client.ts';
+import { checkedFetch } from '../helpers/contract-check.ts';
 import { ADMIN_DATABASE_URL, sqlClient } from '../helpers/database.ts';
 import { makeImage, startImageOrigin } from '../helpers/image-origin.ts';
 import type { ImageOrigin } from '../helpers/image-origin.ts';
@@ -168,6 +169,11 @@ test('every connection dropped five times, once for a while: the import, deliver
       }, async () => undefined);
       const health = await fetch(`${service.url}/healthz`);
       assert.equal(health.status, 200, 'the process is alive through the outage');
+      // An API client is told the database is away and when to come back, in the envelope.
+      const away = await checkedFetch(`${service.url}/api/v1/catalog/items?limit=1`, { headers: { authorization: `Bearer ${tenant.key}` } });
+      assert.equal(away.response.status, 503, JSON.stringify(away.body));
+      assert.equal(away.body.error.code, 'service_unavailable');
+      assert.equal(away.response.headers.get('retry-after'), String(away.body.error.retryAfter));
       await admin.query(`ALTER DATABASE "${databaseName}" ALLOW_CONNECTIONS true`);
     } else {
       const reads = readsInFlight();
