@@ -5,8 +5,9 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePort } from '../../scripts/free-port.ts';
-import { freshDatabase } from '../helpers/database.ts';
+import { dropDatabase, freshDatabase } from '../helpers/database.ts';
 import { ensureKafka } from '../../scripts/kafka.ts';
+import { RawConnection, rawRequest } from '../helpers/raw-http.ts';
 
 // The few Deno APIs used here, typed locally so `tsc` (Node types only) and `deno check` both accept the file.
 interface ChildStatus { success: boolean; code: number; signal: string | null }
@@ -206,6 +207,7 @@ function documentedStatuses(contract: Json | undefined): string[] | undefined {
 
 async function main(): Promise<void> {
   const dataDir = mkdtempSync(join(tmpdir(), 'catalog-deno-smoke-'));
+  let databaseUrl: string | undefined;
   try {
     let brokers = Deno.env.get('KAFKA_BROKERS') ?? '';
     if (brokers === '') {
@@ -216,7 +218,8 @@ async function main(): Promise<void> {
       assert(await portOpen(brokers.split(',')[0]!.trim()), `nothing listens on ${brokers}; start it with: npm run kafka -- start`);
     }, true);
 
-    const databaseUrl = await freshDatabase('deno-smoke.test.ts');
+    // Named after this run: a smoke test running beside another never shares its database.
+    databaseUrl = await freshDatabase('deno-smoke.test.ts');
     const port = await freePort();
     const base = `http://127.0.0.1:${port}`;
     const env: Record<string, string> = {
@@ -303,6 +306,63 @@ async function main(): Promise<void> {
       assertCommonHeaders(res);
     });
 
+    // A refused body left unread once broke the keep-alive connection under Deno (ECONNRESET for the next request).
+    await check('one keep-alive connection: 413 for a 2 MB body (declared, then chunked), 415, then a valid request, all answered', async () => {
+      const connection = await RawConnection.open(base);
+      try {
+        const auth = { authorization: `Bearer ${key}` };
+        const item = (padding: number) => JSON.stringify({ externalSystem: 'erp', externalId: 'deno-keep-alive', name: 'x', description: 'd'.repeat(padding) });
+        const chunked = (text: string) => `${Buffer.byteLength(text).toString(16)}\r\n${text}\r\n0\r\n\r\n`;
+        const steps: Array<[Buffer, number, string]> = [
+          [rawRequest('POST', '/api/v1/catalog/items/upsert', { ...auth, 'content-type': 'application/json' }, item(2 * 1024 * 1024)), 413, 'payload_too_large'],
+          // Chunked, without Content-Length: the limit is found while reading.
+          [rawRequest('POST', '/api/v1/catalog/items/upsert', { ...auth, 'content-type': 'application/json', 'transfer-encoding': 'chunked' }, chunked(item(2 * 1024 * 1024))), 413, 'payload_too_large'],
+          [rawRequest('POST', '/api/v1/catalog/items/upsert', { ...auth, 'content-type': 'application/x-www-form-urlencoded' }, 'name=x'), 415, 'unsupported_media_type'],
+          [rawRequest('GET', '/api/v1/catalog/items', auth), 200, ''],
+        ];
+        for (const [request, status, code] of steps) {
+          connection.write(request);
+          const response = await connection.next();
+          const body = JSON.parse(response.body) as Json;
+          assert(response.status === status, `expected ${status}, got ${response.status}: ${response.body.slice(0, 300)}`);
+          assert(response.headers['x-request-id'], `no X-Request-Id on the ${status}`);
+          assert(response.headers.connection !== 'close', `the ${status} closes the connection`);
+          if (code) assert((body.error as Json | undefined)?.code === code, `expected ${code}: ${response.body.slice(0, 300)}`);
+        }
+        assert(connection.errors.length === 0, connection.errors.join('; '));
+      } finally {
+        connection.close();
+      }
+    });
+
+    await check('headers over the parser limit → 431 request_header_fields_too_large in the envelope with X-Request-Id', async () => {
+      const connection = await RawConnection.open(base);
+      try {
+        connection.write(rawRequest('GET', '/api/v1/catalog/items', { 'x-padding': 'p'.repeat(64 * 1024) }));
+        const response = await connection.next();
+        const error = (JSON.parse(response.body) as Json).error as Json | undefined;
+        assert(response.status === 431, `status ${response.status}: ${response.body.slice(0, 300)}`);
+        assert(error?.code === 'request_header_fields_too_large', response.body.slice(0, 300));
+        assert(response.headers['x-request-id'] && error.requestId === response.headers['x-request-id'], 'no X-Request-Id, or not the one in the envelope');
+      } finally {
+        connection.close();
+      }
+    });
+
+    await check('a body too large to drain → 413 with Connection: close reaches a client still sending', async () => {
+      const connection = await RawConnection.open(base);
+      try {
+        connection.write(rawRequest('POST', '/api/v1/catalog/items/upsert', { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, Buffer.alloc(16 * 1024 * 1024, 'x')));
+        const response = await connection.next();
+        assert(response.status === 413, `status ${response.status}: ${response.body.slice(0, 300)}`);
+        assert(response.headers.connection === 'close', `Connection: ${response.headers.connection}`);
+        await connection.closed;
+        assert(connection.errors.length === 0, connection.errors.join('; '));
+      } finally {
+        connection.close();
+      }
+    });
+
     await check(`SIGTERM to deno task start → the service exits with code 0 within ${SHUTDOWN_TIMEOUT_MS / 1000} s`, async () => {
       child.kill('SIGTERM');
       const timeout = sleep(SHUTDOWN_TIMEOUT_MS).then(() => undefined);
@@ -326,6 +386,7 @@ async function main(): Promise<void> {
   } finally {
     killServer();
     rmSync(dataDir, { recursive: true, force: true });
+    if (databaseUrl) await dropDatabase(databaseUrl).catch(() => undefined);
   }
 }
 

@@ -1,16 +1,31 @@
-// Runs once before all test files: a real Kafka broker (the project's own, or KAFKA_BROKERS),
-// and a topic prefix unique to this run so runs never read each other's messages.
+// Runs once around all test files: a real Kafka broker (the project's own, or KAFKA_BROKERS), and a run id,
+// held as a Postgres advisory lock for the run, that makes databases, topic prefixes and data folders unique to this run.
 import { resolve } from 'node:path';
 import { ensureKafka } from '../../scripts/kafka.ts';
+import { ADMIN_DATABASE_URL, dropRunDatabases, dropStaleDatabases } from './database.ts';
+import { holdRunLock, newRunId } from './test-run.ts';
+import type { RunLock } from './test-run.ts';
+
+let lock: RunLock | undefined;
 
 export async function globalSetup(): Promise<void> {
+  process.env.TEST_RUN_ID ??= newRunId('g');
+  // Taken before any database of this run exists: other runs' clean-up sees the run alive.
+  lock = await holdRunLock(ADMIN_DATABASE_URL, process.env.TEST_RUN_ID);
+  const dropped = await dropStaleDatabases(process.env.TEST_RUN_ID);
+  if (dropped.length > 0) process.stderr.write(`dropped ${dropped.length} database(s) of test runs that are gone\n`);
   if (!process.env.KAFKA_BROKERS) {
     const { brokers } = await ensureKafka({ dataDir: resolve('.data') });
     process.env.KAFKA_BROKERS = brokers.join(',');
   }
-  process.env.TEST_RUN_ID ??= `${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}`;
 }
 
 export async function globalTeardown(): Promise<void> {
   // The broker is left running on purpose: the next run (or `npm start`) reuses it.
+  try {
+    // TEST_KEEP_DATABASES=1 keeps them to look into a failure; the next runs' clean-up drops them.
+    if (process.env.TEST_RUN_ID && process.env.TEST_KEEP_DATABASES !== '1') await dropRunDatabases(process.env.TEST_RUN_ID);
+  } finally {
+    await lock?.release();
+  }
 }
