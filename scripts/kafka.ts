@@ -2,6 +2,7 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Kafka, logLevel } from 'kafkajs';
@@ -51,7 +52,9 @@ function pathsOf(opts: KafkaOptions): Paths {
     properties: join(root, 'server.properties'),
     pidFile: join(root, 'kafka.pid'),
     logFile: join(root, 'server.log'),
-    lockFile: join(root, 'start.lock'),
+    // One lock per port for the whole machine, not per data folder: two clones (two data
+    // folders) starting the same port's broker at once must not both launch one.
+    lockFile: join(tmpdir(), `catalog-kafka-${portOf(opts)}.start.lock`),
   };
 }
 
@@ -177,6 +180,8 @@ export async function startKafka(opts: KafkaOptions): Promise<KafkaHandle> {
     return { brokers, started: false };
   }
   try {
+    // Whoever held the lock before may have started it meanwhile.
+    if (await kafkaAnswers(brokers)) return { brokers, started: false };
     const running = brokerPid(paths);
     if (running !== undefined) {
       // Our broker is alive but not answering yet: still booting, or recovering its logs.
@@ -184,7 +189,11 @@ export async function startKafka(opts: KafkaOptions): Promise<KafkaHandle> {
       return { brokers, started: false };
     }
     if (await portOpen(portOf(opts))) {
-      throw new Error(`port ${portOf(opts)} is taken by something that does not answer Kafka metadata`);
+      // A broker from another data folder still booting answers soon; anything else never does.
+      await waitReady(opts, paths, undefined).catch(() => {
+        throw new Error(`port ${portOf(opts)} is taken by something that does not answer Kafka metadata`);
+      });
+      return { brokers, started: false };
     }
     const libs = ensureJars(opts.logger);
     writeProperties(paths, opts);
