@@ -1,11 +1,14 @@
 // Kafka for integration tests: the shared broker, a private broker a test may stop, a topic prefix per run, and reading a topic to its end.
 import { randomBytes } from 'node:crypto';
+import { rmSync } from 'node:fs';
 import { basename, resolve } from 'node:path';
 import { Kafka, logLevel } from 'kafkajs';
 import type { IHeaders } from 'kafkajs';
+import { portFree } from '../../scripts/free-port.ts';
 import { ensureKafka, stopKafka } from '../../scripts/kafka.ts';
 import type { KafkaOptions } from '../../scripts/kafka.ts';
 import { silenceKafkajsTimerWarning } from '../../platform/kafka/kafkajs-quirks.ts';
+import { runId } from './test-run.ts';
 
 export interface TopicRecord {
   readonly partition: number;
@@ -23,23 +26,54 @@ export async function sharedBrokers(): Promise<string[]> {
 }
 
 /**
- * A broker of the test's own, on its own port and data folder, for tests that stop and restart
- * it: the shared broker other files use in parallel is never disturbed.
+ * Two free neighbouring ports below Linux's ephemeral range (32768 and up), so that no outgoing
+ * connection takes one while the broker is stopped and its restart finds them free again.
  */
-export function privateBroker(name: string, port: number): { options: KafkaOptions; start: () => Promise<string[]>; stop: () => Promise<void> } {
-  const options: KafkaOptions = { dataDir: resolve('.data', name), port };
+export async function freePortPair(): Promise<number> {
+  for (let tries = 0; tries < 200; tries++) {
+    const port = 20_000 + 2 * Math.floor(Math.random() * 6000);
+    if ((await portFree(port)) && (await portFree(port + 1))) return port;
+  }
+  throw new Error('no two free neighbouring ports between 20000 and 32000');
+}
+
+/**
+ * A broker of the test's own, for tests that stop and restart it: the shared broker other files
+ * use in parallel is never disturbed. Its ports (chosen free at the first start) and its data
+ * folder are this run's, so another run on the machine never meets it; `stop` keeps both for a
+ * restart, `remove` stops it and deletes the folder.
+ */
+export function privateBroker(name: string): { start: () => Promise<string[]>; stop: () => Promise<void>; remove: () => Promise<void> } {
+  let options: KafkaOptions | undefined;
+  const dataDir = resolve('.data', `${name}-${runId()}`);
   return {
-    options,
-    start: async () => (await ensureKafka(options)).brokers,
-    stop: async () => { await stopKafka(options); },
+    async start() {
+      // A broker found already answering is not this one (another run picked the same ports
+      // meanwhile): on the first start, pick others; on a restart, say so.
+      for (let tries = 0; ; tries++) {
+        const first = options === undefined;
+        if (first) {
+          const port = await freePortPair();
+          options = { dataDir, port, controllerPort: port + 1 };
+        }
+        const { brokers, started } = await ensureKafka(options!);
+        if (started) return brokers;
+        if (!first || tries >= 4) throw new Error(`another broker answers on ${brokers.join(',')}, not ${name}`);
+        options = undefined;
+      }
+    },
+    stop: async () => { if (options) await stopKafka(options); },
+    async remove() {
+      if (options) await stopKafka(options);
+      rmSync(dataDir, { recursive: true, force: true });
+    },
   };
 }
 
 /** `test/integration/outbox-relay.test.ts` → `t.<run id>.outbox-relay.`: unique per run and per file. */
 export function topicPrefixFor(file: string): string {
-  const runId = process.env.TEST_RUN_ID ?? `${Date.now().toString(36)}${randomBytes(2).toString('hex')}`;
   const stem = basename(file).replace(/\.test\.ts$/, '').replace(/[^a-zA-Z0-9-]+/g, '-');
-  return `t.${runId}.${stem}.`;
+  return `t.${runId()}.${stem}.`;
 }
 
 function headerStrings(headers: IHeaders | undefined): Record<string, string> {

@@ -17,9 +17,9 @@ import { freshDatabase, sqlClient } from '../helpers/database.ts';
 import { privateBroker, readTopic, topicPrefixFor } from '../helpers/kafka.ts';
 import type { TopicRecord } from '../helpers/kafka.ts';
 
-// Its own broker (port and data folder), because the outage test stops it; other test files
-// keep using the shared broker on 9092 undisturbed.
-const broker = privateBroker('kafka-test-relay', 19092);
+// Its own broker (this run's ports and data folder), because the outage test stops it; other
+// test files, and other runs, keep using the shared broker undisturbed.
+const broker = privateBroker('kafka-test-relay');
 const prefix = topicPrefixFor(import.meta.url);
 const logger = createLogger(process.env.TEST_LOG_LEVEL ?? 'warn');
 
@@ -104,8 +104,8 @@ after(async () => {
   await kafka?.disconnect();
   await orm?.close();
   await db?.end();
-  // Frees the 2-core machine; the next run starts it again in a few seconds.
-  await broker.stop();
+  // Frees the 2-core machine, and the run's data folder; the next run starts its own in a few seconds.
+  await broker.remove();
 });
 
 describe('outbox relay', () => {
