@@ -8,10 +8,29 @@ import type pg from 'pg';
 import { parse } from 'yaml';
 import * as api from '../../generated/client.ts';
 import type { Item } from '../../generated/client.ts';
+import type { MediaConfig } from '../../platform/config/config.ts';
 import { clientOptions, expectData } from './client.ts';
 
+/**
+ * How long a media job may take to reach the consumer and settle when its download is quick:
+ * outbox, relay, Kafka and one consumer batch, the first after the consumer group's join (the
+ * first media test took 29 s beside six CPU-bound processes on 2 cores). A deadline for polling, not a measured
+ * assertion: a pass never waits for it. Waits on downloads that run to their timeout add downloadBudgetMs.
+ */
+export const SETTLE_MS = 60_000;
+
+/**
+ * The longest one download can take by configuration: every attempt running to MEDIA_TIMEOUT_MS,
+ * with the backoff between attempts (ky's default 0.3 s × 2^n, capped at 10 s in image-fetcher.ts).
+ */
+export function downloadBudgetMs(media: Pick<MediaConfig, 'timeoutMs' | 'retries'>): number {
+  let ms = (media.retries + 1) * media.timeoutMs;
+  for (let retry = 1; retry <= media.retries; retry++) ms += Math.min(300 * 2 ** (retry - 1), 10_000);
+  return ms;
+}
+
 /** Polls the item until no media entry is `pending` (or `until` holds), through the contract-checked client. */
-export async function settledItem(serviceUrl: string, key: string, externalId: string, until?: (item: Item) => boolean, timeoutMs = 30_000): Promise<Item> {
+export async function settledItem(serviceUrl: string, key: string, externalId: string, until?: (item: Item) => boolean, timeoutMs = SETTLE_MS): Promise<Item> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const item = expectData(await api.getItem('erp', externalId, clientOptions(serviceUrl, key)), 200);
@@ -22,7 +41,7 @@ export async function settledItem(serviceUrl: string, key: string, externalId: s
 }
 
 /** Waits until `check` returns a value other than undefined. */
-export async function eventually<T>(check: () => Promise<T | undefined>, what: string, timeoutMs = 30_000): Promise<T> {
+export async function eventually<T>(check: () => Promise<T | undefined>, what: string, timeoutMs = SETTLE_MS): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await check();
