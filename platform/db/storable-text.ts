@@ -30,6 +30,8 @@ const joined = (path: string, segment: string) => (path === '' ? segment : `${pa
  * below `path`; at most `limit` problems, so the work and the answer stay bounded.
  */
 export function unstorableTexts(value: unknown, path: string, limit: number): TextProblem[] {
+  // Nearly every value is clean: find that out without building a path for every field.
+  if (!holdsUnstorableText(value)) return [];
   const problems: TextProblem[] = [];
   // An explicit stack: a deeply nested body must not overflow the call stack.
   const stack: Array<[unknown, string]> = [[value, path]];
@@ -52,4 +54,23 @@ export function unstorableTexts(value: unknown, path: string, limit: number): Te
     }
   }
   return problems.slice(0, limit);
+}
+
+function holdsUnstorableText(value: unknown): boolean {
+  const stack: unknown[] = [value];
+  while (stack.length > 0) {
+    const current = stack.pop();
+    if (typeof current === 'string') {
+      if (unstorableReason(current) !== undefined) return true;
+    } else if (Array.isArray(current)) {
+      for (const child of current) stack.push(child);
+    } else if (typeof current === 'object' && current !== null) {
+      for (const key in current) {
+        if (!Object.hasOwn(current, key)) continue;
+        if (unstorableReason(key) !== undefined) return true;
+        stack.push((current as Record<string, unknown>)[key]);
+      }
+    }
+  }
+  return false;
 }
