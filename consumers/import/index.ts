@@ -14,9 +14,9 @@ import { storageFor } from '../../platform/storage/storage.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 // Often enough that a crashed consumer's job resumes within seconds of another one running.
-const SWEEP_MS = 3000;
+export const SWEEP_MS = 3000;
 // A queued job's message normally arrives within a second; past this the sweeper takes it itself.
-const QUEUED_GRACE_SECONDS = 30;
+export const QUEUED_GRACE_SECONDS = 30;
 
 export interface ImportConsumer {
   stop(): Promise<void>;

@@ -3,9 +3,11 @@ import assert from 'node:assert/strict';
 import type { RequestOpts } from '@oazapfts/runtime';
 import * as api from '../../generated/client.ts';
 import type { ImportJob, ImportLineError, ItemPayload } from '../../generated/client.ts';
+import { QUEUED_GRACE_SECONDS, SWEEP_MS } from '../../consumers/import/index.ts';
 import { freePort } from '../../scripts/free-port.ts';
 import { expectData } from './client.ts';
 import { checkedFetch } from './contract-check.ts';
+import { waitWhileProgressing } from './progress.ts';
 import { startTestService } from './service.ts';
 import type { TestService } from './service.ts';
 
@@ -35,14 +37,21 @@ export async function upload(uploadUrl: string, body: Buffer | string, contentTy
   return checkedFetch(uploadUrl, { method: 'PUT', headers: { 'content-type': contentType }, body: typeof body === 'string' ? body : new Uint8Array(body) });
 }
 
-export async function waitForJob(opts: RequestOpts, jobId: string, until: (job: ImportJob) => boolean = (j) => TERMINAL.includes(j.status), timeoutMs = 60_000): Promise<ImportJob> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const job = expectData(await api.getImport(jobId, opts), 200);
-    if (until(job)) return job;
-    if (Date.now() > deadline) throw new Error(`job ${jobId} still ${job.status} after ${timeoutMs} ms: ${JSON.stringify(job)}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
+/**
+ * No progress (status and counts unchanged) for this long fails a wait on a job: twice the longest
+ * pause an import takes by design (a job whose message is late waits QUEUED_GRACE_SECONDS for the
+ * sweeper, which runs every SWEEP_MS). A busy machine makes a job slower, not still.
+ */
+export const IMPORT_STALL_MS = 2 * (QUEUED_GRACE_SECONDS * 1000 + SWEEP_MS);
+
+/** Polls the job until `until` holds (a terminal status by default); fails only when it stops moving for `stallMs`. */
+export async function waitForJob(
+  opts: RequestOpts, jobId: string, until: (job: ImportJob) => boolean = (j) => TERMINAL.includes(j.status), stallMs = IMPORT_STALL_MS,
+): Promise<ImportJob> {
+  let job: ImportJob | undefined;
+  await waitWhileProgressing(`job ${jobId}`, async () => until(job = expectData(await api.getImport(jobId, opts), 200)),
+    async () => ({ status: job!.status, counts: job!.counts }), stallMs);
+  return job!;
 }
 
 /** Create → upload → start → wait for a terminal status. */

@@ -10,7 +10,8 @@ import { JOB_LOCK_SPACE } from '../../domain/imports/process.ts';
 import * as api from '../../generated/client.ts';
 import { clientOptions, expectData } from '../helpers/client.ts';
 import { sqlClient } from '../helpers/database.ts';
-import { item, jsonl, startImportService, upload, waitForJob } from '../helpers/imports.ts';
+import { IMPORT_STALL_MS, TERMINAL, item, jsonl, startImportService, upload, waitForJob } from '../helpers/imports.ts';
+import { waitWhileProgressing } from '../helpers/progress.ts';
 import { testEnv } from '../helpers/service.ts';
 import type { TestService } from '../helpers/service.ts';
 
@@ -19,6 +20,7 @@ const STORAGE_DIR = mkdtempSync(join(tmpdir(), 'catalog-crash-storage-'));
 let service: TestService;
 let sql: Awaited<ReturnType<typeof sqlClient>>;
 const children = new Set<ChildProcess>();
+
 
 /** `catalog serve --role consumers` in a process of its own, on the api's database, topics and storage. */
 function startConsumers(): ChildProcess {
@@ -53,7 +55,7 @@ test('SIGKILL mid-import: a new consumer resumes from the committed cursor; coun
   expectData(await api.startImport(created.jobId, opts), 202);
 
   const first = startConsumers();
-  const midway = await waitForJob(opts, created.jobId, (j) => j.counts.processed >= 3000, 90_000);
+  const midway = await waitForJob(opts, created.jobId, (j) => j.counts.processed >= 3000);
   first.kill('SIGKILL');
   await new Promise((r) => first.once('exit', r));
   const atKill = expectData(await api.getImport(created.jobId, opts), 200);
@@ -61,7 +63,7 @@ test('SIGKILL mid-import: a new consumer resumes from the committed cursor; coun
   assert.ok(atKill.counts.processed >= midway.counts.processed && atKill.counts.processed < 20_000);
 
   startConsumers();
-  const job = await waitForJob(opts, created.jobId, undefined, 90_000);
+  const job = await waitForJob(opts, created.jobId);
   assert.equal(job.status, 'completed_with_errors');
   assert.deepEqual(job.counts, { total: 20_000, processed: 20_000, succeeded: 20_000 - invalid, failed: invalid, unchanged: 0 });
   assert.equal(job.errorCount, invalid);
@@ -98,7 +100,7 @@ test('a consumer that lost its job lock while another took the job over: each ba
   const lockHolder = async () => (await sql.query<{ pid: number }>(
     `SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND classid = $1 AND objsubid = 2`, [JOB_LOCK_SPACE])).rows[0]?.pid;
   startConsumers();
-  await waitForJob(opts, created.jobId, (j) => j.counts.processed >= 2000, 90_000);
+  await waitForJob(opts, created.jobId, (j) => j.counts.processed >= 2000);
   const first = await lockHolder();
   assert.ok(first, 'the first consumer holds the job lock');
   // Its lock connection dies (a network blip, a restarted pooler): it goes on with its batches,
@@ -108,16 +110,18 @@ test('a consumer that lost its job lock while another took the job over: each ba
   // first one to be still at it when the second starts.
   await sql.query('SELECT pg_terminate_backend($1)', [first]);
   startConsumers();
-  const deadline = Date.now() + 60_000;
+  // Waits while the first one moves the job on; the job ending first fails the test below.
+  const jobNow = async () => expectData(await api.getImport(created.jobId, opts), 200);
   let second: number | undefined;
-  while ((second = await lockHolder()) === undefined || second === first) {
-    assert.ok(Date.now() < deadline, 'the second consumer never took the job lock');
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  const takenOver = expectData(await api.getImport(created.jobId, opts), 200);
+  await waitWhileProgressing('the second consumer taking the job lock', async () => {
+    second = await lockHolder();
+    return (second !== undefined && second !== first) || TERMINAL.includes((await jobNow()).status);
+  }, async () => (await jobNow()).counts, IMPORT_STALL_MS);
+  assert.ok(second !== undefined && second !== first, 'the second consumer never took the job lock');
+  const takenOver = await jobNow();
   assert.equal(takenOver.status, 'processing', 'the take-over must land mid-file, with the first consumer still at it');
 
-  const job = await waitForJob(opts, created.jobId, undefined, 90_000);
+  const job = await waitForJob(opts, created.jobId);
   assert.equal(job.status, 'completed');
   assert.deepEqual(job.counts, { total: 50_000, processed: 50_000, succeeded: 50_000, failed: 0, unchanged: 0 });
   const { rows } = await sql.query('SELECT external_id, price::float8 AS price FROM items WHERE catalog_id = $1', [tenant.catalogId]);

@@ -391,7 +391,7 @@ test('cancel: an awaiting job at once, a processing job after its current batch;
   const created = expectData(await api.createImport({ fileSizeBytes: file.length }, {}, opts(tenant)), 201);
   assert.equal((await upload(created.uploadUrl, file)).response.status, 200);
   expectData(await api.startImport(created.jobId, opts(tenant)), 202);
-  await waitForJob(opts(tenant), created.jobId, (j) => j.counts.processed > 0, 30_000);
+  await waitForJob(opts(tenant), created.jobId, (j) => j.counts.processed > 0);
   const stopped = expectData(await api.cancelImport(created.jobId, opts(tenant)), 200);
   assert.equal(stopped.status, 'cancelled');
   await new Promise((r) => setTimeout(r, 500));
@@ -411,7 +411,7 @@ test('an upload window that lapses without a file cancels the job with import.fa
   const tenant = await service.newTenant();
   const created = expectData(await api.createImport({ fileSizeBytes: 10 }, {}, opts(tenant)), 201);
   await sql.query(`UPDATE import_jobs SET upload_expires_at = now() - interval '1 second' WHERE id = $1`, [created.jobId]);
-  const job = await waitForJob(opts(tenant), created.jobId, undefined, 15_000);
+  const job = await waitForJob(opts(tenant), created.jobId);
   assert.equal(job.status, 'cancelled');
   assert.equal(job.failureReason, 'upload window expired without a file');
   const [failed] = await events(tenant.catalogId, 'import.failed');
