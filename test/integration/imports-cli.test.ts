@@ -15,6 +15,10 @@ const run = promisify(execFile);
 const dir = mkdtempSync(join(tmpdir(), 'catalog-cli-import-'));
 let service: TestService;
 let sql: Awaited<ReturnType<typeof sqlClient>>;
+// The key's requests per minute in the 429 test, and how long its first request is refused past
+// the moment it reached the counter (any positive time works: that request is pinned, not raced).
+const LIMIT = 100;
+const REFUSED_FOR_S = 3;
 
 async function catalogImport(key: string | undefined, args: string[], env: Record<string, string> = {}) {
   try {
@@ -25,6 +29,62 @@ async function catalogImport(key: string | undefined, args: string[], env: Recor
   } catch (error) {
     const failed = error as { code: number; stdout: string; stderr: string };
     return { code: failed.code, stdout: failed.stdout, stderr: failed.stderr };
+  }
+}
+
+/**
+ * A `rate_limits` row (window start, count) that refuses every request of the key counted at a
+ * moment from `from` until `until` (Unix seconds), with the moment it admits again (`until`, or
+ * a fraction of a second later); undefined when no row can. The sliding window (rate-limit.ts) only sees the row's minute and the next one: when
+ * both moments fall where the row can be last minute's, its count slides out at `until`;
+ * otherwise it is this minute's, over the limit, and last minute's for the next one.
+ */
+function refusingRow(from: number, until: number): { windowStart: number; count: number; admitsAt: number } | undefined {
+  const minute = Math.floor(from / 60) * 60;
+  // The previous minute's count c slides out at t s into this one: c·(60 − t)/60 = LIMIT − 1.
+  const row = (windowStart: number, t: number) => {
+    const count = Math.ceil((60 * (LIMIT - 1)) / (60 - Math.max(t, 1)));
+    return { windowStart, count, admitsAt: windowStart + 60 + 60 - (60 * (LIMIT - 1)) / count };
+  };
+  if (until - minute < 59) return row(minute - 60, until - minute);
+  if (until - minute - 60 < 59) return row(minute, until - minute - 60);
+  return undefined;
+}
+
+/**
+ * Runs `catalog import` with the key's counter row locked by a transaction of the test's own: the
+ * CLI's first request (counted by rate-limit.ts's upsert of that row) waits for it, however long
+ * the CLI takes to start. That request read the clock between the CLI's start and its statement's
+ * start; the row is then set to refuse it until REFUSED_FOR_S after the latter, and unlocked.
+ * Answers undefined when the CLI took so long that no row covers both moments (it then ran unrefused).
+ */
+async function importWithFirstRequestRefused(tenant: { key: string; keyId: string }, path: string) {
+  const subject = `key:${tenant.keyId}`;
+  await sql.query('INSERT INTO rate_limits (subject, window_start, count, prev_count) VALUES ($1, 0, 0, 0)', [subject]);
+  const locker = await sqlClient(service.databaseUrl);
+  try {
+    await locker.query('BEGIN');
+    await locker.query('SELECT 1 FROM rate_limits WHERE subject = $1 FOR UPDATE', [subject]);
+    const lockerPid = (await locker.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
+    const startedAt = Date.now() / 1000;
+    let ended = false;
+    const importing = catalogImport(tenant.key, [path, '--wait']).finally(() => { ended = true; });
+    let countedBy: number | undefined;
+    while (countedBy === undefined) {
+      if (ended) assert.fail(`the CLI ended before its first request reached the counter: ${JSON.stringify(await importing)}`);
+      countedBy = (await sql.query<{ at: number }>(
+        'SELECT extract(epoch FROM query_start)::float8 AS at FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))', [lockerPid])).rows[0]?.at;
+      if (countedBy === undefined) await new Promise((r) => setTimeout(r, 50));
+    }
+    const row = refusingRow(startedAt, countedBy + REFUSED_FOR_S);
+    if (row) await locker.query('UPDATE rate_limits SET window_start = $2, count = $3, prev_count = 0 WHERE subject = $1', [subject, row.windowStart, row.count]);
+    await locker.query('COMMIT');
+    const result = await importing;
+    // The refused request read the clock between the CLI's start and its statement's start.
+    return row && { ...result, longestWait: Math.ceil(row.admitsAt - startedAt), shortestWait: Math.floor(row.admitsAt - countedBy) };
+  } finally {
+    await locker.query('ROLLBACK').catch(() => undefined);
+    await locker.end();
   }
 }
 
@@ -63,23 +123,22 @@ test('import --wait --errors splits a file over the part size into jobs and writ
 });
 
 test('import waits out 429 answers per Retry-After', async () => {
-  const tenant = await service.newTenant({ tier: 'free' });
   const path = join(dir, 'small.jsonl');
   writeFileSync(path, jsonl([item('RL-1'), item('RL-2')]));
-  // Fill the key's previous minute so that the sliding window (platform rate_limit_hit) refuses
-  // the next requests for about 4 s: limit 100, previous-minute count n, t s into this minute.
-  let t = (Date.now() / 1000) % 60;
-  if (t > 48) {
-    await new Promise((r) => setTimeout(r, (61 - t) * 1000));
-    t = (Date.now() / 1000) % 60;
+  let refused: Awaited<ReturnType<typeof importWithFirstRequestRefused>>;
+  while (!refused) {
+    const tenant = await service.newTenant({ tier: 'free' });
+    await sql.query('UPDATE api_keys SET rate_limit_per_minute = $1 WHERE id = $2', [LIMIT, tenant.keyId]);
+    refused = await importWithFirstRequestRefused(tenant, path);
   }
-  const n = Math.ceil((60 * 99) / (56 - t));
-  const windowStart = Math.floor(Date.now() / 60_000) * 60 - 60;
-  await sql.query('INSERT INTO rate_limits (subject, window_start, count, prev_count) VALUES ($1, $2, $3, 0)', [`key:${tenant.keyId}`, windowStart, n]);
-  const result = await catalogImport(tenant.key, [path, '--wait']);
-  assert.equal(result.code, 0, result.stderr);
-  assert.match(result.stderr, /HTTP 429; waiting \d+ s before trying again/);
-  assert.equal(result.stdout.trim().split('\n').at(-1), 'total 2, succeeded 2, unchanged 0, failed 0');
+  const { code, stdout, stderr, shortestWait, longestWait } = refused;
+  assert.equal(code, 0, stderr);
+  assert.match(stderr, /HTTP 429; waiting \d+ s before trying again/);
+  // Retry-After honoured: one refusal of the job's creation, whose wait ran to the refusal's end.
+  const waits = [...stderr.matchAll(/import: create job: HTTP 429; waiting (\d+) s before trying again/g)].map((m) => Number(m[1]));
+  assert.equal(waits.length, 1, stderr);
+  assert.ok(waits[0]! >= shortestWait && waits[0]! <= longestWait, `${waits[0]} s not in [${shortestWait}, ${longestWait}]: ${stderr}`);
+  assert.equal(stdout.trim().split('\n').at(-1), 'total 2, succeeded 2, unchanged 0, failed 0');
 });
 
 test('import exits 1 when a job fails and 2 without a key', async () => {
