@@ -29,18 +29,49 @@ export interface RunningS3Proxy {
   stop(): Promise<void>;
 }
 
-async function waitForPort(url: string, child: ChildProcess, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error(`S3Proxy exited with code ${child.exitCode}`);
+// A JVM that is alive is still starting, however slowly a busy machine runs it (two test runs
+// starting JVMs at once on 2 cores took more than a minute): the wait ends when it answers or exits.
+// This bound is only a safety net against a process that hangs for good, not a speed assumption.
+const START_SAFETY_NET_MS = 10 * 60_000;
+// The last lines S3Proxy wrote, shown when it does not start.
+const LOG_TAIL_LINES = 40;
+
+/** Keeps the last lines of a child's output (and passes stderr on, as before). */
+function logTail(child: ChildProcess): () => string {
+  const lines: string[] = [];
+  const keep = (chunk: Buffer) => {
+    lines.push(...chunk.toString('utf8').split('\n').filter((line) => line.trim() !== ''));
+    lines.splice(0, Math.max(0, lines.length - LOG_TAIL_LINES));
+  };
+  child.stdout?.on('data', keep);
+  child.stderr?.on('data', (chunk: Buffer) => {
+    keep(chunk);
+    process.stderr.write(chunk);
+  });
+  return () => (lines.length > 0 ? lines.join('\n') : '(S3Proxy wrote nothing)');
+}
+
+/** Waits until S3Proxy answers HTTP; fails as soon as its process ends (or cannot be started). */
+async function waitForPort(url: string, child: ChildProcess): Promise<void> {
+  let ended: string | undefined;
+  const exited = new Promise<void>((done) => {
+    // 'close', not 'exit': by then its last output has been read, for the error's log tail.
+    child.once('close', (code, signal) => { ended = `exited with ${signal ?? `code ${code}`}`; done(); });
+    child.once('error', (error) => { ended = `could not be started: ${error.message}`; done(); });
+  });
+  const began = Date.now();
+  for (;;) {
+    if (ended !== undefined) throw new Error(`S3Proxy ${ended} before answering on ${url}`);
+    if (Date.now() - began > START_SAFETY_NET_MS) {
+      throw new Error(`S3Proxy was still running but did not answer on ${url} within ${START_SAFETY_NET_MS / 60_000} min`);
+    }
     try {
-      await fetch(url, { signal: AbortSignal.timeout(1000) });
+      await fetch(url, { signal: AbortSignal.timeout(5000) });
       return;
     } catch {
-      await new Promise((r) => setTimeout(r, 250));
+      await Promise.race([exited, new Promise((r) => setTimeout(r, 250))]);
     }
   }
-  throw new Error(`S3Proxy did not answer on ${url} within ${timeoutMs} ms`);
 }
 
 /** Starts S3Proxy on a free loopback port, storing objects under `dataDir`. */
@@ -61,12 +92,13 @@ export async function startS3Proxy(dataDir: string): Promise<RunningS3Proxy> {
     `jclouds.filesystem.basedir=${join(dataDir, 'objects')}`,
   ].join('\n'));
   const child = spawn('java', [`-Dlogback.configurationFile=${join(HERE, 's3proxy', 'logback.xml')}`, '-cp', `${libs}/*`,
-    'org.gaul.s3proxy.Main', '--properties', properties], { stdio: ['ignore', 'ignore', 'inherit'] });
+    'org.gaul.s3proxy.Main', '--properties', properties], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const tail = logTail(child);
   try {
-    await waitForPort(endpoint, child, 60_000);
+    await waitForPort(endpoint, child);
   } catch (error) {
     child.kill('SIGKILL');
-    throw error;
+    throw new Error(`${(error as Error).message}; its last output:\n${tail()}`, { cause: error });
   }
   return {
     endpoint,
