@@ -2,7 +2,7 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Ajv2020 } from 'ajv/dist/2020.js';
-import type { Options as AjvOptions } from 'ajv';
+import type { ErrorObject, Options as AjvOptions } from 'ajv';
 import formats from 'ajv-formats';
 import { fullFormats } from 'ajv-formats/dist/formats.js';
 import { OpenAPIBackend, OpenAPIValidator } from 'openapi-backend';
@@ -30,7 +30,7 @@ export interface Contract {
    * error only of a large one (`bodyBytes` over FULL_REPORT_BYTES), whose every wrong element
    * would otherwise become an error object of its own.
    */
-  validateRequest(request: Request, operation: ContractOperation, bodyBytes: number): ValidationResult;
+  validateRequest(request: Request, operation: ContractOperation, bodyBytes: number, ignore?: (error: ErrorObject) => boolean): ValidationResult;
 }
 
 /** Requests up to this size get every validation error at once; larger ones stop at the first. */
@@ -88,10 +88,16 @@ export async function loadContract(path = CONTRACT_PATH): Promise<Contract> {
     coerceTypes: true,
     customizeAjv: (original, options) => ajv2020(original as never, options, false) as never,
   });
-  const validateRequest = (request: Request, operation: ContractOperation, bodyBytes: number): ValidationResult => {
-    const quick = firstError.validateRequest(request, operation);
+  // `ignore` drops errors the caller checks otherwise, before deciding whether to look for more.
+  const validateRequest = (request: Request, operation: ContractOperation, bodyBytes: number, ignore?: (error: ErrorObject) => boolean): ValidationResult => {
+    const kept = (result: ValidationResult): ValidationResult => {
+      if (!ignore || result.valid) return result;
+      const errors = (result.errors ?? []).filter((error) => !ignore(error));
+      return { ...result, valid: errors.length === 0, errors };
+    };
+    const quick = kept(firstError.validateRequest(request, operation));
     if (quick.valid || bodyBytes > FULL_REPORT_BYTES) return quick;
-    return backend.validateRequest(request, operation);
+    return kept(backend.validateRequest(request, operation));
   };
   return { document, documentJson, backend, outsideOperations, validateRequest };
 }
