@@ -1,6 +1,6 @@
 // The `catalog` command: serve, migrate, and the operator's catalog and key management.
 import { parseArgs } from 'node:util';
-import { ProductError } from '../domain/errors.ts';
+import { ProductError } from '../platform/errors.ts';
 import { ConfigError, loadConfig } from '../platform/config/config.ts';
 import { runAccessCommand } from './access.ts';
 import { runImportCommand } from './import.ts';

@@ -2,7 +2,7 @@
 import type { Config } from '../platform/config/config.ts';
 import { migrate, openDatabase } from '../platform/db/orm.ts';
 import { createLogger } from '../platform/log/logger.ts';
-import { startService } from '../platform/runtime.ts';
+import { startService } from '../app/service.ts';
 
 export async function runServe(config: Config): Promise<never> {
   const logger = createLogger(config.logLevel);

@@ -1,5 +1,5 @@
 // Opaque page cursors of every list: base64url JSON of the last row's sort key (time, id).
-import { validationError } from './errors.ts';
+import { validationError } from '../platform/errors.ts';
 
 export interface CursorKey {
   /** The sort timestamp as text, exactly as compared (microseconds for database-made times). */

@@ -3,7 +3,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { ApiKey } from '../../platform/db/entities/catalogs.ts';
 import { newId } from '../../platform/ids.ts';
-import { notFound, validationError } from '../errors.ts';
+import { notFound, validationError } from '../../platform/errors.ts';
 
 export const SCOPES = ['catalog:read', 'catalog:write', 'bulk_import:manage', 'webhooks:manage', 'stock:write'] as const;
 export const TIERS = ['free', 'pro', 'enterprise'] as const;

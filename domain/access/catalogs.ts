@@ -2,7 +2,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { Catalog } from '../../platform/db/entities/catalogs.ts';
 import { newId } from '../../platform/ids.ts';
-import { conflict, notFound, validationError } from '../errors.ts';
+import { conflict, notFound, validationError } from '../../platform/errors.ts';
 
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;

@@ -7,7 +7,7 @@ import type { ObjectStorage } from '../../platform/storage/storage.ts';
 import { importPath } from '../../platform/storage/storage.ts';
 import { TOPICS } from '../../platform/kafka/topics.ts';
 import { domainEvent, eventRow, messageRow, writeOutbox } from '../events/outbox.ts';
-import { conflict, notFound, validationError } from '../errors.ts';
+import { conflict, notFound, validationError } from '../../platform/errors.ts';
 import { ACTIVE_SQL, JOB_SELECT, TERMINAL, counts, jobView } from './view.ts';
 import type { ImportStatus, JobRow } from './view.ts';
 

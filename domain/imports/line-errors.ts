@@ -1,7 +1,7 @@
 // Reading an import job's line errors: ordered by line number, filtered by type, one cursor per page.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { ImportErrorType, ImportLineError } from '../../generated/client.ts';
-import { validationError } from '../errors.ts';
+import { validationError } from '../../platform/errors.ts';
 import { findJob } from './jobs.ts';
 
 interface ErrorRow {

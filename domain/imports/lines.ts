@@ -1,7 +1,7 @@
 // One import line → a payload for the upsert path, or a line error; and upsert errors → line errors.
 import { isUtf8 } from 'node:buffer';
 import type { ImportErrorType } from '../../generated/client.ts';
-import type { ProductError } from '../errors.ts';
+import type { ProductError } from '../../platform/errors.ts';
 import { MAX_LINE_BYTES, RAW_LINE_BYTES } from './line-reader.ts';
 import type { FileLine } from './line-reader.ts';
 

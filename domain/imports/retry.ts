@@ -10,7 +10,7 @@ import type { ImportRetryCreated } from '../../generated/client.ts';
 import { newId } from '../../platform/ids.ts';
 import type { ObjectStorage } from '../../platform/storage/storage.ts';
 import { importPath } from '../../platform/storage/storage.ts';
-import { conflict } from '../errors.ts';
+import { conflict } from '../../platform/errors.ts';
 import { assertCapacity, enqueue, findJob } from './jobs.ts';
 import { TERMINAL, jobView } from './view.ts';
 

@@ -1,7 +1,7 @@
 // Deleting an item: destructive, emits item.deleted in the same transaction.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { domainEvent, eventRow, writeOutbox } from '../events/outbox.ts';
-import { notFound } from '../errors.ts';
+import { notFound } from '../../platform/errors.ts';
 
 export interface DeletedItem {
   externalSystem: string;

@@ -6,7 +6,7 @@ import formats from 'ajv-formats';
 import { parse } from 'yaml';
 import type { ItemPayload, MediaRole } from '../../generated/client.ts';
 import { unstorableTexts } from '../../platform/db/storable-text.ts';
-import type { ErrorDetail } from '../errors.ts';
+import type { ErrorDetail } from '../../platform/errors.ts';
 import { hashNormalizedUrl, normalizeMediaUrl } from '../media/source-url.ts';
 import { hashPayload } from './content-hash.ts';
 

@@ -1,7 +1,7 @@
 // Reading items: one by identity, pages by cursor with filters, and the whole catalog as a stream.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { prepared, query } from '../../platform/db/sql.ts';
-import { notFound } from '../errors.ts';
+import { notFound } from '../../platform/errors.ts';
 import { decodeCursor, encodeCursor } from '../pagination.ts';
 import { ITEM_SELECT, itemView } from './view.ts';
 import type { ItemRow, ItemView } from './view.ts';

@@ -2,8 +2,8 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { query } from '../../platform/db/sql.ts';
 import { newId } from '../../platform/ids.ts';
-import { ProductError, conflict, validationError } from '../errors.ts';
-import type { ErrorDetail } from '../errors.ts';
+import { ProductError, conflict, validationError } from '../../platform/errors.ts';
+import type { ErrorDetail } from '../../platform/errors.ts';
 import { registerMedia } from '../media/register.ts';
 import { normalizeItem } from './payload.ts';
 import type { NormalizeResult, NormalizedItem } from './payload.ts';

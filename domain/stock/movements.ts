@@ -3,7 +3,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { StockMovement, StockReason } from '../../generated/client.ts';
 import { newId } from '../../platform/ids.ts';
 import { domainEvent, eventRow, writeOutbox } from '../events/outbox.ts';
-import { notFound, unprocessable } from '../errors.ts';
+import { notFound, unprocessable } from '../../platform/errors.ts';
 import { decodeCursor, encodeCursor } from '../pagination.ts';
 import { isoTime } from '../items/view.ts';
 

@@ -2,7 +2,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { DeliveryAttempt, DeliveryStatus, EventType, WebhookDelivery, WebhookDeliveryDetail } from '../../generated/client.ts';
 import { domainEvent } from '../events/outbox.ts';
-import { conflict, notFound, validationError } from '../errors.ts';
+import { conflict, notFound, validationError } from '../../platform/errors.ts';
 import { decodeCursor, encodeCursor } from '../pagination.ts';
 import { DELIVERY_CHANNEL } from './delivery-queue.ts';
 import { findWebhook } from './subscriptions.ts';

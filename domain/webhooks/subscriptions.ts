@@ -3,7 +3,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { EventSubscription, Webhook as WebhookView, WebhookCreated } from '../../generated/client.ts';
 import { Webhook } from '../../platform/db/entities/webhooks.ts';
 import { newId } from '../../platform/ids.ts';
-import { notFound, validationError } from '../errors.ts';
+import { notFound, validationError } from '../../platform/errors.ts';
 import { decodeCursor, encodeCursor } from '../pagination.ts';
 import { DELIVERY_CHANNEL } from './delivery-queue.ts';
 import { ROTATION_OVERLAP_MS, newSecret } from './signing.ts';

@@ -1,7 +1,7 @@
 // The rules a webhook's address must meet when it is saved; the same guard runs again at every connect.
 import { isIP } from 'node:net';
 import { guardedLookup, isRefusedAddress } from '../../platform/outbound/network-guard.ts';
-import { validationError } from '../errors.ts';
+import { validationError } from '../../platform/errors.ts';
 
 export interface TargetRules {
   readonly allowHttp: boolean;

@@ -1,6 +1,6 @@
 // Serves one request under the API prefix: key and rate limit, route, body, validation, handler.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { ProductError } from '../../domain/errors.ts';
+import { ProductError } from '../errors.ts';
 import { retryOnConnectionLoss } from '../db/connections.ts';
 import { authenticate, requireScope, unauthorized } from './auth.ts';
 import { DEFAULT_BODY_LIMIT, parseJsonBody, readBody } from './body.ts';

@@ -1,6 +1,6 @@
 // The one error catalogue (code → HTTP status) and the one renderer to the spec's envelope.
-import type { ErrorCode, ErrorDetail } from '../../domain/errors.ts';
-import { ProductError } from '../../domain/errors.ts';
+import type { ErrorCode, ErrorDetail } from '../errors.ts';
+import { ProductError } from '../errors.ts';
 import { isConnectionError } from '../db/connections.ts';
 
 export const STATUS_BY_CODE: Readonly<Record<ErrorCode, number>> = Object.freeze({

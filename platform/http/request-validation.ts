@@ -2,7 +2,7 @@
 // one text rule for what Postgres can store, and percent-decoding of path parameters.
 import type { ErrorObject } from 'ajv';
 import type { Request, ValidationResult } from 'openapi-backend';
-import type { ErrorDetail } from '../../domain/errors.ts';
+import type { ErrorDetail } from '../errors.ts';
 import { unstorableTexts } from '../db/storable-text.ts';
 import { API_PREFIX } from './contract.ts';
 import type { ContractOperation } from './contract.ts';

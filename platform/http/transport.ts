@@ -4,7 +4,7 @@ import { STATUS_CODES, maxHeaderSize } from 'node:http';
 import type { IncomingMessage } from 'node:http';
 import { randomUUID } from 'node:crypto';
 import type { Duplex } from 'node:stream';
-import type { ErrorCode } from '../../domain/errors.ts';
+import type { ErrorCode } from '../errors.ts';
 import type { Logger } from '../log/logger.ts';
 import { httpError, renderError } from './errors.ts';
 

@@ -1,7 +1,7 @@
 // The error renderer: product errors keep their code and status; anything else is a bare 500.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { ProductError } from '../../domain/errors.ts';
+import { ProductError } from '../../platform/errors.ts';
 import { RateLimitedError, renderError } from '../../platform/http/errors.ts';
 import { validationDetails } from '../../platform/http/request-validation.ts';
 

@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { normalizeItem } from '../../domain/items/payload.ts';
-import type { ErrorDetail } from '../../domain/errors.ts';
+import type { ErrorDetail } from '../../platform/errors.ts';
 
 type Payload = Record<string, unknown>;
 const valid: Payload = { externalSystem: 'erp', externalId: 'SKU-0001', name: 'Red T-shirt' };

@@ -1,14 +1,14 @@
 // The api role's HTTP side (contract, handlers, router): loaded only by processes that serve requests.
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { bindHandlers } from '../../handlers/index.ts';
-import { uploadRoute } from '../storage/upload-route.ts';
-import { loadContract } from './contract.ts';
-import type { Contract } from './contract.ts';
-import { createMetrics } from './metrics.ts';
-import type { Metrics } from './metrics.ts';
-import { closeHttpServer, createHttpServer } from './server.ts';
-import type { Services } from './types.ts';
+import { bindHandlers } from '../handlers/index.ts';
+import { uploadRoute } from '../platform/storage/upload-route.ts';
+import { loadContract } from '../platform/http/contract.ts';
+import type { Contract } from '../platform/http/contract.ts';
+import { createMetrics } from '../platform/http/metrics.ts';
+import type { Metrics } from '../platform/http/metrics.ts';
+import { closeHttpServer, createHttpServer } from '../platform/http/server.ts';
+import type { Services } from '../platform/http/types.ts';
 
 export interface Api {
   readonly contract: Contract;

@@ -1,18 +1,18 @@
 // The composition root: opens every dependency once and starts the roles this process plays.
-import type { Config } from './config/config.ts';
-import { openDatabase } from './db/orm.ts';
-import type { Services } from './http/types.ts';
+import type { Config } from '../platform/config/config.ts';
+import { openDatabase } from '../platform/db/orm.ts';
+import type { Services } from '../platform/http/types.ts';
 import { createOutboxRelay } from '../consumers/relay/outbox-relay.ts';
 import { startWebhookWorkers } from '../consumers/webhooks/index.ts';
 import { startMediaConsumer } from '../consumers/media/index.ts';
 import { startImportConsumer } from '../consumers/import/index.ts';
 import { configureMediaRegistration } from '../domain/media/register.ts';
-import { createKafkaClient } from './kafka/client.ts';
-import type { KafkaClient } from './kafka/client.ts';
-import type { Logger } from './log/logger.ts';
-import type { Orm } from './db/orm.ts';
-import { createLogger } from './log/logger.ts';
-import { holdConsumerHeap } from './memory.ts';
+import { createKafkaClient } from '../platform/kafka/client.ts';
+import type { KafkaClient } from '../platform/kafka/client.ts';
+import type { Logger } from '../platform/log/logger.ts';
+import type { Orm } from '../platform/db/orm.ts';
+import { createLogger } from '../platform/log/logger.ts';
+import { holdConsumerHeap } from '../platform/memory.ts';
 
 export interface RunningService {
   orm: Orm;
@@ -38,7 +38,7 @@ export async function startService(config: Config, logger: Logger = createLogger
     configureMediaRegistration(config.media); // every role upserts (API, imports)
     // The contract, the handlers and the router only where requests are served: the consumers
     // process stays about 18 MB smaller without them.
-    const api = config.role === 'consumers' ? undefined : await (await import('./http/api-role.ts')).loadApi();
+    const api = config.role === 'consumers' ? undefined : await (await import('./api.ts')).loadApi();
     const orm = await openDatabase({ databaseUrl: config.databaseUrl, logger, poolSize: 20 });
     closers.push(() => orm.close());
     const kafka = await createKafkaClient(config, logger, { clientId: `catalog-${config.role}` });
