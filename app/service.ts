@@ -8,11 +8,14 @@ import { startMediaConsumer } from '../consumers/media/index.ts';
 import { startImportConsumer } from '../consumers/import/index.ts';
 import { configureMediaRegistration } from '../domain/media/register.ts';
 import { createKafkaClient } from '../platform/kafka/client.ts';
+import { ensureKafka } from '../scripts/kafka.ts';
 import type { KafkaClient } from '../platform/kafka/client.ts';
 import type { Logger } from '../platform/log/logger.ts';
 import type { Orm } from '../platform/db/orm.ts';
 import { createLogger } from '../platform/log/logger.ts';
 import { holdConsumerHeap } from '../platform/memory.ts';
+import { keyCounter } from '../domain/access/key-store.ts';
+import { createStorage } from '../platform/storage/storage.ts';
 
 export interface RunningService {
   orm: Orm;
@@ -41,11 +44,14 @@ export async function startService(config: Config, logger: Logger = createLogger
     const api = config.role === 'consumers' ? undefined : await (await import('./api.ts')).loadApi();
     const orm = await openDatabase({ databaseUrl: config.databaseUrl, logger, poolSize: 20 });
     closers.push(() => orm.close());
-    const kafka = await createKafkaClient(config, logger, { clientId: `catalog-${config.role}` });
+    // No KAFKA_BROKERS means "run the local broker" (DESIGN §2): start it, or reuse one that answers.
+    const brokers = config.kafkaBrokers ?? (await ensureKafka({ dataDir: config.dataDir, logger })).brokers;
+    const kafka = await createKafkaClient(config, logger, { clientId: `catalog-${config.role}`, brokers });
     closers.push(() => kafka.disconnect());
     await kafka.ensureTopics();
+    const storage = createStorage(config);
     const services: Services | undefined = api && {
-      config, logger, orm, contract: api.contract, metrics: api.metrics, kafkaReachable: () => kafka.ping(2000),
+      config, logger, orm, storage, countKey: keyCounter(orm.em), contract: api.contract, metrics: api.metrics, kafkaReachable: () => kafka.ping(2000),
     };
     if (config.role !== 'api') {
       // The relay runs with the consumers: an api-only fleet leaves events safely in the outbox.
@@ -55,7 +61,7 @@ export async function startService(config: Config, logger: Logger = createLogger
       // Side by side: each waits for its consumer group's join, which after a crash can take a
       // dead member's session timeout; the import sweeper resumes jobs meanwhile.
       const workers = await Promise.allSettled([
-        startImportConsumer({ config, kafka, orm, logger }),
+        startImportConsumer({ config, kafka, orm, storage, logger }),
         startWebhookWorkers(config, kafka, logger),
         startMediaConsumer(config, kafka, logger),
       ]);

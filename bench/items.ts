@@ -4,7 +4,7 @@ import { fork, spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { resolve } from 'node:path';
 import autocannon from 'autocannon';
-import { createApiKey } from '../domain/access/api-keys.ts';
+import { createApiKey } from '../domain/access/key-store.ts';
 import { createCatalog } from '../domain/access/catalogs.ts';
 import { openDatabase } from '../platform/db/orm.ts';
 import { createLogger } from '../platform/log/logger.ts';

@@ -1,6 +1,6 @@
 // `catalog catalogs …` and `catalog keys …`: the operator's commands for tenants and keys.
 import { parseArgs } from 'node:util';
-import { createApiKey, listApiKeys, revokeApiKey, SCOPES, TIERS } from '../domain/access/api-keys.ts';
+import { createApiKey, listApiKeys, revokeApiKey, SCOPES, TIERS } from '../domain/access/key-store.ts';
 import { createCatalog, findCatalog } from '../domain/access/catalogs.ts';
 import type { Config } from '../platform/config/config.ts';
 import { openDatabase } from '../platform/db/orm.ts';

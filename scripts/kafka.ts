@@ -5,10 +5,9 @@ import { closeSync, existsSync, mkdirSync, openSync, readFileSync, renameSync, r
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Kafka, logLevel } from 'kafkajs';
 import { KAFKA_VERSION, ensureJars } from './kafka/jars.ts';
 import { isAlive, portOpen, tryLock } from './kafka/process.ts';
-import { silenceKafkajsTimerWarning } from '../platform/kafka/kafkajs-quirks.ts';
+import { brokersAnswer } from '../platform/kafka/probe.ts';
 import type { Logger } from '../platform/log/logger.ts';
 
 export { KAFKA_VERSION, ensureJars };
@@ -66,21 +65,9 @@ const javaBin = (): string => (process.env.JAVA_HOME ? join(process.env.JAVA_HOM
 /** True when a broker on these addresses answers a real metadata request. */
 export async function kafkaAnswers(brokers: string[], timeoutMs = 3000): Promise<boolean> {
   const first = brokers[0]?.split(':')[1];
+  // A closed port answers at once, without building a client.
   if (first !== undefined && !(await portOpen(Number(first)))) return false;
-  silenceKafkajsTimerWarning();
-  // The probe fails often while the broker boots; its own retries and logs would only add noise.
-  const kafka = new Kafka({ clientId: 'catalog-kafka-probe', brokers, connectionTimeout: timeoutMs,
-    requestTimeout: timeoutMs, retry: { retries: 0 }, logLevel: logLevel.NOTHING });
-  const admin = kafka.admin();
-  try {
-    await admin.connect();
-    const cluster = await admin.describeCluster();
-    return cluster.brokers.length > 0;
-  } catch {
-    return false;
-  } finally {
-    await admin.disconnect().catch(() => undefined);
-  }
+  return brokersAnswer(brokers, timeoutMs);
 }
 
 /** The pid from the pid file when that process is still our broker (guards against pid reuse). */

@@ -10,7 +10,7 @@ import type { Orm } from '../../platform/db/orm.ts';
 import type { KafkaClient } from '../../platform/kafka/client.ts';
 import { TOPICS } from '../../platform/kafka/topics.ts';
 import type { Logger } from '../../platform/log/logger.ts';
-import { storageFor } from '../../platform/storage/storage.ts';
+import type { ObjectStorage } from '../../platform/storage/storage.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 // Often enough that a crashed consumer's job resumes within seconds of another one running.
@@ -26,12 +26,13 @@ export interface ImportConsumerOptions {
   readonly config: Config;
   readonly kafka: KafkaClient;
   readonly orm: Orm;
+  readonly storage: ObjectStorage;
   readonly logger: Logger;
 }
 
 export async function startImportConsumer(options: ImportConsumerOptions): Promise<ImportConsumer> {
   const log = options.logger.child({ component: 'import-consumer' });
-  const storage = storageFor(options.config);
+  const { storage } = options;
   const running = new Map<string, Promise<unknown>>();
   let stopping = false;
 

@@ -2,9 +2,8 @@
 import type { CreateImportRequest } from '../../generated/client.ts';
 import { createImport as create } from '../../domain/imports/jobs.ts';
 import type { Handler } from '../../platform/http/types.ts';
-import { storageFor } from '../../platform/storage/storage.ts';
 
 export const createImport: Handler = async ({ auth, body, em, services }) => {
   const input = body as CreateImportRequest;
-  return { status: 201, data: await create(em, storageFor(services.config), auth.catalogId, input) };
+  return { status: 201, data: await create(em, services.storage, auth.catalogId, input) };
 };

@@ -1,32 +1,52 @@
-// Parameterized SQL through MikroORM's own pool and transaction, for the hot paths.
+// The one way to run SQL: parameterized statements on MikroORM's pool, in the caller's transaction when it has one.
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { CompiledQuery } from 'kysely';
-import type { Kysely, Transaction } from 'kysely';
+import { CompiledQuery, sql } from 'kysely';
+import type { Kysely, RawBuilder, Transaction } from 'kysely';
 import pg from 'pg';
 
 /**
- * Runs `text` with `$1…$n` parameters sent to Postgres separately, inside the entity manager's
- * transaction when it has one. `em.execute` formats parameters into the SQL text on the client:
- * fine for rare statements, but on the upsert path the large JSON parameters cost a copy and an
- * escape each, and every statement text is new to the server.
+ * What every store is given: MikroORM's entity manager. Inside `db.transactional(fn)` (the one
+ * transaction helper) the `db` that `fn` receives runs every statement in that transaction.
  */
-export async function query<Row>(em: EntityManager, text: string, params: readonly unknown[] = []): Promise<Row[]> {
-  const executor = (em.getTransactionContext<Transaction<unknown>>() ?? em.getConnection().getClient()) as Kysely<unknown>;
-  const result = await executor.executeQuery<Row>(CompiledQuery.raw(text, [...params]));
+export type Db = EntityManager;
+
+/** Kysely's `sql` tag, for statements built from parts: each part numbers its own parameters. */
+export { sql };
+export type SqlFragment = RawBuilder<unknown>;
+
+/**
+ * Runs a statement: a text with `$1…$n` and its parameters, or a `sql` fragment. Parameters go
+ * to Postgres separately (`em.execute` formats them into the text on the client: on the hot
+ * paths the large JSON parameters cost a copy and an escape each, and every text is new to the
+ * server).
+ */
+export async function query<Row>(db: Db, statement: string | SqlFragment, params: readonly unknown[] = []): Promise<Row[]> {
+  const executor = (db.getTransactionContext<Transaction<unknown>>() ?? db.getConnection().getClient()) as Kysely<unknown>;
+  let compiled: CompiledQuery;
+  if (typeof statement === 'string') compiled = CompiledQuery.raw(statement, [...params]);
+  else {
+    compiled = statement.compile(executor);
+    if (preparedFragments.has(statement)) prepared(compiled.sql);
+  }
+  const result = await executor.executeQuery<Row>(compiled);
   return result.rows as Row[];
 }
 
 const preparedNames = new Map<string, string>();
 
+const preparedFragments = new WeakSet<SqlFragment>();
+
 /**
- * Marks a statement text (fixed, with `$n` parameters) as one to run as a named prepared
- * statement: each connection parses and plans it once and then reuses the plan, where an
- * unnamed statement is planned on every run. For the few statements of the per-request hot
- * path, whose planning costs more than their execution. Returns the text.
+ * Marks a statement (a fixed text with `$n` parameters, or a `sql` fragment whose text is the
+ * same on every call) as one to run as a named prepared statement: each connection parses and
+ * plans it once and then reuses the plan, where an unnamed statement is planned on every run.
+ * For the statements of the per-request hot paths, whose planning costs more than their
+ * execution. Returns what it was given.
  */
-export function prepared(text: string): string {
-  if (!preparedNames.has(text)) preparedNames.set(text, `catalog_${preparedNames.size + 1}`);
-  return text;
+export function prepared<S extends string | SqlFragment>(statement: S): S {
+  if (typeof statement !== 'string') preparedFragments.add(statement);
+  else if (!preparedNames.has(statement)) preparedNames.set(statement, `catalog_${preparedNames.size + 1}`);
+  return statement;
 }
 
 /** The pool's client class (`driverOptions.Client`): sends texts marked by `prepared` by name. */

@@ -68,7 +68,7 @@ export async function serveApi(
   let limitHeaders: Record<string, string> = {};
   try {
     // A lost connection rolled the rate-limit count back with everything else: counting again is right.
-    const outcome = await retryOnConnectionLoss(() => authenticate(services.orm, req.headers.authorization, req.socket.remoteAddress ?? 'unknown'));
+    const outcome = await retryOnConnectionLoss(() => authenticate(services, req.headers.authorization, req.socket.remoteAddress ?? 'unknown'));
     limitHeaders = rateLimitHeaders(outcome.rateLimit);
     record.catalogId = outcome.auth?.catalogId;
     if (!outcome.rateLimit.allowed) throw new RateLimitedError(outcome.rateLimit.retryAfter);

@@ -1,7 +1,7 @@
 // The shared sliding-window rate limit (DESIGN §4): one counter row per key (or client address)
 // in Postgres, so every API instance draws on the same budget.
-import type { EntityManager } from '@mikro-orm/postgresql';
-import { prepared, query } from '../db/sql.ts';
+import { prepared, query, sql } from '../db/sql.ts';
+import type { Db, SqlFragment } from '../db/sql.ts';
 
 export interface RateLimitState {
   allowed: boolean;
@@ -21,26 +21,35 @@ export interface CounterRow {
 
 const WINDOW = 60;
 
+/** One counting: `requests` requests at `now` (Unix seconds). */
+export interface Counting {
+  readonly now: number;
+  readonly requests: number;
+}
+
 /**
- * The statement that counts `$4` requests against a subject, atomically: the upsert locks the
+ * The statement that counts requests against a subject, atomically: the upsert locks the
  * subject's row, so concurrent statements on any instance take turns. The row holds this
  * minute's count and the previous minute's; the estimate is the previous minute, weighted by how
  * much of it still overlaps the last 60 s, plus this minute. Requests are admitted in order while
  * the estimate plus one fits the limit, so the statement admits as many as one statement per
  * request would. Refused requests are not counted, so a waiting client recovers on time.
- * Parameters: $2 the minute's start, $3 now (Unix seconds), $4 how many requests; `subject` and
- * `limit` (at least 1) are SQL expressions and `source` the FROM clause that supplies them.
+ * `subject` and `limit` (at least 1) are SQL expressions and `source` the FROM clause that
+ * supplies them.
  */
-export function countStatement(subject: string, limit: string, source: string): string {
-  const current = 'CASE WHEN r.window_start = $2::bigint THEN r.count ELSE 0 END';
-  const previous = `CASE WHEN r.window_start = $2::bigint THEN r.prev_count
-    WHEN r.window_start = $2::bigint - ${WINDOW} THEN r.count ELSE 0 END`;
-  const estimate = `(${previous}) * (${WINDOW} - ($3::float8 - $2::bigint)) / ${WINDOW} + (${current})`;
-  const admitted = `greatest(0, least($4::integer, floor(${limit} - (${estimate}))::integer))`;
-  return `INSERT INTO rate_limits AS r (subject, window_start, count, prev_count, admitted)
-    SELECT ${subject}, $2::bigint, least($4::integer, ${limit}), 0, least($4::integer, ${limit}) ${source}
+export function countStatement(subject: SqlFragment, limit: SqlFragment, source: SqlFragment, counting: Counting): SqlFragment {
+  const start = sql`${windowStart(counting.now)}::bigint`;
+  const now = sql`${counting.now}::float8`;
+  const requests = sql`${counting.requests}::integer`;
+  const current = sql`CASE WHEN r.window_start = ${start} THEN r.count ELSE 0 END`;
+  const previous = sql`CASE WHEN r.window_start = ${start} THEN r.prev_count
+    WHEN r.window_start = ${start} - ${sql.lit(WINDOW)} THEN r.count ELSE 0 END`;
+  const estimate = sql`(${previous}) * (${sql.lit(WINDOW)} - (${now} - ${start})) / ${sql.lit(WINDOW)} + (${current})`;
+  const admitted = sql`greatest(0, least(${requests}, floor(${limit} - (${estimate}))::integer))`;
+  return sql`INSERT INTO rate_limits AS r (subject, window_start, count, prev_count, admitted)
+    SELECT ${subject}, ${start}, least(${requests}, ${limit}), 0, least(${requests}, ${limit}) ${source}
     ON CONFLICT (subject) DO UPDATE SET
-      window_start = $2::bigint,
+      window_start = ${start},
       prev_count = ${previous},
       count = (${current}) + ${admitted},
       admitted = ${admitted}
@@ -78,10 +87,9 @@ function stateAfter(count: number, previous: number, allowed: boolean, limit: nu
   return { allowed, limit, remaining: Math.max(0, Math.floor(limit - estimate)), resetAt, retryAfter };
 }
 
-const COUNT_SUBJECT = prepared(countStatement('$1', '$5::integer', ''));
-
 /** Counts `requests` requests (default one) against `subject` (e.g. `ip:203.0.113.9`) under `limit` per minute. */
-export async function countRequests(em: EntityManager, subject: string, limit: number, now: number, requests = 1): Promise<RateLimitState[]> {
-  const [row] = await query<CounterRow>(em, COUNT_SUBJECT, [subject, windowStart(now), now, requests, limit]);
+export async function countRequests(db: Db, subject: string, limit: number, now: number, requests = 1): Promise<RateLimitState[]> {
+  const statement = countStatement(sql`${subject}`, sql`${limit}::integer`, sql``, { now, requests });
+  const [row] = await query<CounterRow>(db, prepared(statement));
   return rateLimitStates(row!, limit, now, requests);
 }

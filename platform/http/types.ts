@@ -4,8 +4,10 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Orm } from '../db/orm.ts';
 import type { Config } from '../config/config.ts';
 import type { Logger } from '../log/logger.ts';
+import type { ObjectStorage } from '../storage/storage.ts';
 import type { Contract } from './contract.ts';
 import type { Metrics } from './metrics.ts';
+import type { RateLimitState } from './rate-limit.ts';
 
 export type Scope = 'catalog:read' | 'catalog:write' | 'bulk_import:manage' | 'webhooks:manage' | 'stock:write';
 
@@ -20,8 +22,12 @@ export interface Services {
   config: Config;
   logger: Logger;
   orm: Orm;
+  /** Import files and media: the one storage client of the process. */
+  storage: ObjectStorage;
   contract: Contract;
   metrics: Metrics;
+  /** Looks an API key up and counts one request against its budget; undefined when unknown or revoked. */
+  countKey: (token: string) => Promise<{ auth: Auth; rateLimit: RateLimitState } | undefined>;
   /** Whether the Kafka cluster answers; used by /readyz. */
   kafkaReachable: () => Promise<boolean>;
 }

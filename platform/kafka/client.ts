@@ -1,10 +1,10 @@
 // The one edge around kafkajs: builds the client from config, routes its logs to pino, and hands out producers, consumers and a ping.
 import { Kafka, Partitioners, logLevel } from 'kafkajs';
 import type { Admin, Consumer, EachBatchHandler, EachMessageHandler, LogEntry, Message, Producer, RecordMetadata, RetryOptions } from 'kafkajs';
-import { ensureKafka, kafkaAnswers } from '../../scripts/kafka.ts';
 import type { Config } from '../config/config.ts';
 import type { Logger } from '../log/logger.ts';
 import { silenceKafkajsTimerWarning } from './kafkajs-quirks.ts';
+import { brokersAnswer } from './probe.ts';
 import { allTopicNames, ensureTopics, topicName } from './topics.ts';
 
 export interface KafkaClient {
@@ -47,7 +47,7 @@ export interface RunningConsumer {
 export interface KafkaClientOptions {
   /** Names the process in broker logs and group member ids, e.g. `catalog-api`. */
   readonly clientId?: string;
-  /** Overrides config.kafkaBrokers (tests with their own broker). */
+  /** Overrides config.kafkaBrokers: the local broker the composition root started, or a test's own. */
   readonly brokers?: readonly string[];
   /** Overrides config.kafkaTopicPrefix (a prefix per test run). */
   readonly topicPrefix?: string;
@@ -88,8 +88,8 @@ export function kafkajsLogCreator(logger: Logger) {
 
 export async function createKafkaClient(config: Config, logger: Logger, options: KafkaClientOptions = {}): Promise<KafkaClient> {
   silenceKafkajsTimerWarning();
-  // No KAFKA_BROKERS means "run the local broker" (DESIGN §2): start it, or reuse one that answers.
-  const brokers = [...(options.brokers ?? config.kafkaBrokers ?? (await ensureKafka({ dataDir: config.dataDir, logger })).brokers)];
+  const brokers = [...(options.brokers ?? config.kafkaBrokers ?? [])];
+  if (brokers.length === 0) throw new Error('no Kafka brokers: set KAFKA_BROKERS, or pass the local broker\'s addresses');
   const topicPrefix = options.topicPrefix ?? config.kafkaTopicPrefix;
   const log = logger.child({ component: 'kafka' });
   const kafka = new Kafka({
@@ -187,7 +187,7 @@ export async function createKafkaClient(config: Config, logger: Logger, options:
     withAdmin,
     ensureTopics: () => withAdmin((admin) => ensureTopics(admin, allTopicNames(topicPrefix))),
     runConsumer,
-    ping: (timeoutMs = 2000) => kafkaAnswers(brokers, timeoutMs),
+    ping: (timeoutMs = 2000) => brokersAnswer(brokers, timeoutMs),
     async disconnect() {
       await Promise.allSettled([...consumers].map((c) => c.stop()));
       const current = producerPromise;

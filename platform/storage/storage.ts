@@ -42,18 +42,6 @@ export function isSafePath(path: string): boolean {
   return path.length <= 1024 && SAFE_PATH.test(path) && !path.split('/').some((s) => s === '.' || s === '..');
 }
 
-const byConfig = new WeakMap<Config, ObjectStorage>();
-
-/** The storage of a configuration, made once (the s3 client keeps its connections). */
-export function storageFor(config: Config): ObjectStorage {
-  let storage = byConfig.get(config);
-  if (!storage) {
-    storage = createStorage(config);
-    byConfig.set(config, storage);
-  }
-  return storage;
-}
-
 export function createStorage(config: Config): ObjectStorage {
   return config.storageDriver === 's3'
     ? lazyS3(config)

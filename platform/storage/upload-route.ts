@@ -10,7 +10,7 @@ import { sendError, sendJson } from '../http/respond.ts';
 import type { Services } from '../http/types.ts';
 import { UPLOAD_ROUTE } from './local.ts';
 import type { LocalStorage } from './local.ts';
-import { isSafePath, storageFor } from './storage.ts';
+import { isSafePath } from './storage.ts';
 
 type ExtraRoute = (req: IncomingMessage, res: ServerResponse, url: URL, requestId: string, record: RequestRecord) => Promise<boolean>;
 
@@ -50,7 +50,7 @@ export function uploadRoute(services: Services): ExtraRoute {
         refuse(error);
         return true;
       }
-      const storage = storageFor(services.config);
+      const { storage } = services;
       if (storage.driver !== 'local') {
         refuse(httpError('not_implemented', 'Uploads go to the presigned S3 address returned by createImport; this service runs the s3 storage driver.'));
         return true;

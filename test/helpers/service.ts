@@ -2,7 +2,7 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createApiKey } from '../../domain/access/api-keys.ts';
+import { createApiKey } from '../../domain/access/key-store.ts';
 import { createCatalog } from '../../domain/access/catalogs.ts';
 import { loadConfig } from '../../platform/config/config.ts';
 import type { Config } from '../../platform/config/config.ts';

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { basename, join, resolve } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { Kafka, logLevel } from 'kafkajs';
-import { createApiKey, SCOPES } from '../../domain/access/api-keys.ts';
+import { createApiKey, SCOPES } from '../../domain/access/key-store.ts';
 import { createCatalog } from '../../domain/access/catalogs.ts';
 import { openDatabase } from '../../platform/db/orm.ts';
 import type { Orm } from '../../platform/db/orm.ts';
