@@ -1,6 +1,7 @@
 // Idempotency-Key: a repeated non-idempotent POST returns the first answer instead of acting twice.
 import { createHash } from 'node:crypto';
-import type { EntityManager } from '@mikro-orm/postgresql';
+import { query } from '../db/sql.ts';
+import type { Db } from '../db/sql.ts';
 import { httpError } from './errors.ts';
 import type { HandlerResult } from './types.ts';
 
@@ -32,16 +33,16 @@ const requestHash = (scope: IdempotencyScope) =>
  * roll back together: nothing happened, so a retry with the same key runs again.
  */
 export async function withIdempotency(
-  em: EntityManager,
+  em: Db,
   scope: IdempotencyScope,
-  act: (em: EntityManager) => Promise<HandlerResult>,
+  act: (em: Db) => Promise<HandlerResult>,
 ): Promise<HandlerResult> {
   const hash = requestHash(scope);
   return em.transactional(async (tx) => {
     const ids = [scope.catalogId, scope.operation, scope.key];
-    const inserted = await tx.execute<Array<{ inserted: boolean }>>(
+    const inserted = await query<{ inserted: boolean }>(tx,
       `INSERT INTO idempotency_keys AS k (catalog_id, operation, idempotency_key, request_hash)
-       VALUES (?, ?, ?, ?)
+       VALUES ($1, $2, $3, $4)
        ON CONFLICT (catalog_id, operation, idempotency_key) DO UPDATE
          SET request_hash = excluded.request_hash, status_code = NULL, response_body = NULL, created_at = now()
          WHERE k.created_at < now() - make_interval(hours => ${KEY_LIFETIME_HOURS})
@@ -49,8 +50,8 @@ export async function withIdempotency(
       [...ids, hash],
     );
     if (inserted.length === 0) {
-      const [stored] = await tx.execute<StoredRow[]>(
-        'SELECT request_hash, status_code, response_body FROM idempotency_keys WHERE catalog_id = ? AND operation = ? AND idempotency_key = ?',
+      const [stored] = await query<StoredRow>(tx,
+        'SELECT request_hash, status_code, response_body FROM idempotency_keys WHERE catalog_id = $1 AND operation = $2 AND idempotency_key = $3',
         ids,
       );
       if (!stored || stored.request_hash !== hash) {
@@ -66,9 +67,9 @@ export async function withIdempotency(
   });
 }
 
-async function store(em: EntityManager, ids: string[], status: number, body: string): Promise<void> {
-  await em.execute(
-    'UPDATE idempotency_keys SET status_code = ?, response_body = ? WHERE catalog_id = ? AND operation = ? AND idempotency_key = ?',
+async function store(em: Db, ids: string[], status: number, body: string): Promise<void> {
+  await query(em,
+    'UPDATE idempotency_keys SET status_code = $1, response_body = $2 WHERE catalog_id = $3 AND operation = $4 AND idempotency_key = $5',
     [status, body, ...ids],
   );
 }

@@ -3,6 +3,7 @@ import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import type { ServerResponse } from 'node:http';
+import { query } from '../db/sql.ts';
 import { sendJson } from './respond.ts';
 import { API_PREFIX } from './contract.ts';
 import type { Services } from './types.ts';
@@ -47,7 +48,7 @@ const timeout = <T>(promise: Promise<T>, ms: number, fallback: T): Promise<T> =>
 
 async function readiness(services: Services): Promise<{ database: string; kafka: string }> {
   const database = timeout(
-    services.orm.em.getConnection().execute('select 1').then(() => 'ok', () => 'unreachable'),
+    query(services.orm.em, 'SELECT 1').then(() => 'ok', () => 'unreachable'),
     2000,
     'timeout',
   );
