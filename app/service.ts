@@ -15,7 +15,7 @@ import type { Orm } from '../platform/db/orm.ts';
 import { createLogger } from '../platform/log/logger.ts';
 import { holdConsumerHeap } from '../platform/memory.ts';
 import { keyCounter } from '../domain/access/key-store.ts';
-import { createStorage } from '../platform/storage/storage.ts';
+import { createStorage } from '../platform/storage/create-storage.ts';
 
 export interface RunningService {
   orm: Orm;

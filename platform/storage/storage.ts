@@ -1,7 +1,5 @@
-// The object storage of import files: one interface, a `local` and an `s3` driver, chosen by config.
+// The object storage of import files and media: the interface its `local` and `s3` drivers implement, and safe paths.
 import type { Readable } from 'node:stream';
-import type { Config } from '../config/config.ts';
-import { createLocalStorage } from './local.ts';
 
 export interface SignedUpload {
   readonly contentType: string;
@@ -40,27 +38,4 @@ const SAFE_PATH = /^[A-Za-z0-9._-]+(?:\/[A-Za-z0-9._-]+)*$/;
 
 export function isSafePath(path: string): boolean {
   return path.length <= 1024 && SAFE_PATH.test(path) && !path.split('/').some((s) => s === '.' || s === '..');
-}
-
-export function createStorage(config: Config): ObjectStorage {
-  return config.storageDriver === 's3'
-    ? lazyS3(config)
-    : createLocalStorage({ dir: config.storageDir, publicBaseUrl: config.publicBaseUrl, secret: config.signingSecret });
-}
-
-/** The s3 driver, its SDK loaded on first use: processes on the local driver never pay for it. */
-function lazyS3(config: Config): ObjectStorage {
-  let loaded: Promise<ObjectStorage> | undefined;
-  const s3 = () => (loaded ??= import('./s3.ts').then((m) => m.createS3Storage(config.s3)));
-  return {
-    driver: 's3',
-    signUpload: async (path, upload) => (await s3()).signUpload(path, upload),
-    stat: async (path) => (await s3()).stat(path),
-    read: async (path, offset) => (await s3()).read(path, offset),
-    readChunks: async function* (path) {
-      yield* (await s3()).readChunks(path);
-    },
-    write: async (path, body, sizeBytes, contentType) => (await s3()).write(path, body, sizeBytes, contentType),
-    remove: async (path) => (await s3()).remove(path),
-  };
 }
