@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import pg from 'pg';
 import { OUTBOX_CHANNEL } from '../../domain/events/outbox.ts';
-import { DELIVERY_CHANNEL } from '../../domain/webhooks/delivery-queue.ts';
+import { DELIVERY_CHANNEL } from '../../domain/webhooks/delivery-store.ts';
 import * as api from '../../generated/client.ts';
 import type { ImportJob } from '../../generated/client.ts';
 import { TOPICS } from '../../platform/kafka/topics.ts';
@@ -99,8 +99,8 @@ const waitWhileProgressing = (what: string, check: () => Promise<boolean>, progr
   waitUntilStalled(what, check, progress, STALL_MS);
 
 async function readiness(): Promise<{ status: number; body: { status: string; checks: Record<string, string> } }> {
-  const response = await fetch(`${service.url}/readyz`);
-  return { status: response.status, body: await response.json() as { status: string; checks: Record<string, string> } };
+  const { response, body } = await checkedFetch(`${service.url}/readyz`);
+  return { status: response.status, body: body as { status: string; checks: Record<string, string> } };
 }
 
 before(async () => {
@@ -156,7 +156,7 @@ test('every connection dropped five times, once for a while: the import, deliver
       assert.ok(await dropConnections() > 0, 'the outage ended some of the service\'s connections');
       await waitWhileProgressing('/readyz to report the database', async () => {
         const ready = await readiness();
-        return ready.status === 503 && ready.body.checks.database !== 'ok';
+        return ready.status === 503 && ready.body.checks.database === 'error';
       }, async () => undefined);
       const health = await fetch(`${service.url}/healthz`);
       assert.equal(health.status, 200, 'the process is alive through the outage');
