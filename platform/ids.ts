@@ -2,9 +2,9 @@
 import { randomFillSync } from 'node:crypto';
 import { v7 } from 'uuid';
 
-// uuid asks the system for 16 random bytes per id (crypto.getRandomValues): 2–4 µs each on the
-// project's machine, where an import makes two ids per line. One call fills the pool for 256 ids,
-// as Node's own randomUUID() does for its entropy cache.
+// uuid asks the system for 16 random bytes per id (crypto.getRandomValues), a call into the system's
+// random source each time, where an import makes two ids per line. One call fills the pool for 256
+// ids, as Node's own randomUUID() does for its entropy cache.
 const POOL_IDS = 256;
 const pool = new Uint8Array(16 * POOL_IDS);
 let drawn = POOL_IDS;

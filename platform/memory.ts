@@ -1,4 +1,4 @@
-// V8 heap settings of the processes that run consumers, set at run time (README, "Speed and memory").
+// V8 heap settings of the processes that run consumers, set at run time (measurements: bench/README.md, Memory).
 import { PerformanceObserver } from 'node:perf_hooks';
 import { getHeapSpaceStatistics, setFlagsFromString } from 'node:v8';
 import type { Logger } from './log/logger.ts';
@@ -12,10 +12,10 @@ let held = false;
 
 /**
  * Bounds the heap of a process that runs consumers (once per process):
- * - The old generation grows by at most 2× between full collections. An import keeps a live heap
- *   of about 45 MB, yet V8 let the old generation grow to four times that (its factor when
- *   collecting is cheap), and the consumers' peak RSS passed 440 MB. V8 reads the flag at each
- *   collection, so it works when set at run time.
+ * - The old generation grows by at most 2× between full collections. An import keeps a small
+ *   live heap, yet V8 lets the old generation grow to four times as much when collecting is cheap,
+ *   which is most of the consumers' peak RSS. V8 reads the flag at each collection, so it works
+ *   when set at run time.
  * - The young generation stops growing at YOUNG_GENERATION_CAP_BYTES. Only a start-up flag sets
  *   its maximum, which a process cannot give itself; but V8 reads the growth factor each time it
  *   grows the young generation, so a factor of 1, set after the collection that reached the cap,

@@ -30,13 +30,13 @@ export interface RunningS3Proxy {
 }
 
 // A JVM that is alive is still starting, however slowly a busy machine runs it (two test runs
-// starting JVMs at once on 2 cores took more than a minute): the wait ends when it answers or exits.
+// starting JVMs at once on 2 cores can take more than a minute): the wait ends when it answers or exits.
 // This bound is only a safety net against a process that hangs for good, not a speed assumption.
 const START_SAFETY_NET_MS = 10 * 60_000;
 // The last lines S3Proxy wrote, shown when it does not start.
 const LOG_TAIL_LINES = 40;
 
-/** Keeps the last lines of a child's output (and passes stderr on, as before). */
+/** Keeps the last lines of a child's output, and passes its stderr on to ours. */
 function logTail(child: ChildProcess): () => string {
   const lines: string[] = [];
   const keep = (chunk: Buffer) => {

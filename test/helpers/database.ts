@@ -69,7 +69,7 @@ export async function dropRunDatabases(id: string): Promise<string[]> {
 /**
  * Drops test databases that no live run can be using, and never one that a live run could:
  * - a database of a run made by a global setup whose lock is free (the run is gone), or of any
- *   run (or a name from before run ids) older than STALE_AFTER_MS;
+ *   run (or a name without a run id) older than STALE_AFTER_MS;
  * - and only when nobody is connected to it: a plain DROP DATABASE refuses a database in use,
  *   so a run that is alive after all (its lock session lost) keeps what it is working in.
  */

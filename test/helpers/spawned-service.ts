@@ -23,7 +23,7 @@ export const RUNTIMES: readonly Runtime[] = ['node', 'deno'];
 
 const ROOT = resolve(import.meta.dirname, '../..');
 // Start-up runs migrations, connects to Kafka and creates topics; on a busy 2-core machine under
-// Deno that has been seen to take tens of seconds, so wait generously but stop at once if it exits.
+// Deno that can take tens of seconds, so wait generously but stop at once if it exits.
 const START_TIMEOUT_MS = 180_000;
 // `service.close()` drains HTTP (10 s grace) and commits consumer offsets before exiting.
 const STOP_TIMEOUT_MS = 60_000;
