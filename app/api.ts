@@ -2,7 +2,7 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { bindHandlers } from '../handlers/index.ts';
-import { uploadRoute } from '../platform/storage/upload-route.ts';
+import { uploadRoute } from '../handlers/imports/upload-file.ts';
 import { loadContract } from '../platform/http/contract.ts';
 import type { Contract } from '../platform/http/contract.ts';
 import { createMetrics } from '../platform/http/metrics.ts';

@@ -6,7 +6,6 @@ import { createOutboxRelay } from '../consumers/relay/outbox-relay.ts';
 import { startWebhookWorkers } from '../consumers/webhooks/index.ts';
 import { startMediaConsumer } from '../consumers/media/index.ts';
 import { startImportConsumer } from '../consumers/import/index.ts';
-import { configureMediaRegistration } from '../domain/media/register.ts';
 import { createKafkaClient } from '../platform/kafka/client.ts';
 import { ensureKafka } from '../scripts/kafka.ts';
 import type { KafkaClient } from '../platform/kafka/client.ts';
@@ -38,7 +37,6 @@ export async function startService(config: Config, logger: Logger = createLogger
   // The api role keeps V8's defaults.
   if (config.role !== 'api') holdConsumerHeap(logger);
   try {
-    configureMediaRegistration(config.media); // every role upserts (API, imports)
     // The contract, the handlers and the router only where requests are served: the consumers
     // process stays about 18 MB smaller without them.
     const api = config.role === 'consumers' ? undefined : await (await import('./api.ts')).loadApi();
@@ -55,15 +53,15 @@ export async function startService(config: Config, logger: Logger = createLogger
     };
     if (config.role !== 'api') {
       // The relay runs with the consumers: an api-only fleet leaves events safely in the outbox.
-      const relay = createOutboxRelay({ databaseUrl: config.databaseUrl, kafka, logger });
+      const relay = createOutboxRelay({ orm, databaseUrl: config.databaseUrl, kafka, logger });
       await relay.start();
       closers.push(() => relay.stop());
       // Side by side: each waits for its consumer group's join, which after a crash can take a
       // dead member's session timeout; the import sweeper resumes jobs meanwhile.
       const workers = await Promise.allSettled([
         startImportConsumer({ config, kafka, orm, storage, logger }),
-        startWebhookWorkers(config, kafka, logger),
-        startMediaConsumer(config, kafka, logger),
+        startWebhookWorkers({ config, kafka, orm, logger }),
+        startMediaConsumer({ config, kafka, orm, storage, logger }),
       ]);
       const started = workers.flatMap((worker) => (worker.status === 'fulfilled' ? [worker.value] : []));
       // Stopped side by side: each consumer's stop waits out its fetch in flight (kafkajs' 5 s

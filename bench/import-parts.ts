@@ -7,7 +7,6 @@
 // from /proc: this process, every Postgres process and the Kafka broker.
 import { Readable } from 'node:stream';
 import { resolve } from 'node:path';
-import pg from 'pg';
 import { createCatalog } from '../domain/access/catalogs.ts';
 import { lineFingerprint } from '../domain/imports/fingerprint.ts';
 import { readLines } from '../domain/imports/line-reader.ts';
@@ -76,7 +75,7 @@ const lineCpu = await measure(async () => {
 const writeCpu = await measure(async () => {
   let items: PreparedItems = { entries: [], valid: [] };
   const upsert = async () => {
-    const entries = await upsertPrepared(orm.em.fork(), catalog.id, items, { unguarded: true });
+    const entries = await upsertPrepared(orm.em.fork(), catalog.id, items, { mediaRefreshAgeHours: 24 });
     if (entries.length !== items.valid.length || entries.some((entry) => entry.status !== 'created')) throw new Error('a line was not created');
     items = { entries: [], valid: [] };
   };
@@ -89,8 +88,7 @@ const writeCpu = await measure(async () => {
 writeCpu.set('this script', writeCpu.get('this script')! - lineCpu.get('this script')!);
 
 // 3. The relay: the item.created events from the outbox to Kafka, claimed 500 at a time.
-const pool = new pg.Pool({ connectionString: databaseUrl, max: 1 });
-const relay = createOutboxRelay({ databaseUrl, pool, kafka, logger, batchSize: 500 });
+const relay = createOutboxRelay({ orm, databaseUrl, kafka, logger, batchSize: 500 });
 let relayed = 0;
 const relayCpu = await measure(async () => {
   for (let sent = await relay.relayOnce(); sent > 0; sent = await relay.relayOnce()) relayed += sent;
@@ -136,6 +134,5 @@ console.log(`${'what a line may cost at 20,000 lines/s'.padEnd(44)}${' '.repeat(
 
 await kafka.withAdmin((admin) => admin.deleteTopics({ topics: allTopicNames(prefix) })).catch(() => undefined);
 await kafka.disconnect();
-await pool.end();
 await orm.close();
 await dropBenchDatabase(adminUrl, DB_NAME);

@@ -12,7 +12,6 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import pg from 'pg';
 import { createCatalog } from '../domain/access/catalogs.ts';
 import { domainEvent, eventRow, writeOutbox } from '../domain/events/outbox.ts';
 import { createWebhook } from '../domain/webhooks/subscriptions.ts';
@@ -118,23 +117,17 @@ await new Promise<void>((ready, fail) => {
   worker.once('exit', (code) => fail(new Error(`the consumers process exited with ${code}`)));
 });
 
-const pool = new pg.Pool({ connectionString: databaseUrl, max: 4 });
 async function commitEvents(count: number, label: string): Promise<void> {
   const events = Array.from({ length: count }, (_, i) => domainEvent({
     type: 'item.updated', catalogId: catalog.id, resourceId: `${label}-${i}`,
     data: { externalId: `${label}-${i}`, externalSystem: 'bench', serviceId: crypto.randomUUID(), sku: `SKU-${label}-${i}`, contentHash: 'f'.repeat(64) },
   }));
-  const db = await pool.connect();
-  try {
-    await db.query('BEGIN');
-    await writeOutbox((sql, params) => db.query(sql, params), events.map(eventRow), { placeholders: 'dollar' });
+  await orm.em.fork().transactional(async (tx) => {
+    await writeOutbox(tx, events.map(eventRow));
     // A receipt handled before the COMMIT callback runs (a busy event loop) still finds a time.
     const sending = Date.now();
     for (const event of events) commitAt.set(event.id, sending);
-    await db.query('COMMIT');
-  } finally {
-    db.release();
-  }
+  });
   const now = Date.now();
   for (const event of events) if (!receivedEvents.has(event.id)) commitAt.set(event.id, now);
 }
@@ -205,7 +198,6 @@ if (process.env.BENCH_DEBUG) {
 const kafka = await createKafkaClient(loadConfig({ ...process.env, KAFKA_BROKERS: brokers.join(','), LOG_LEVEL: 'warn' }), logger, { topicPrefix: prefix });
 await kafka.withAdmin((a) => a.deleteTopics({ topics: allTopicNames(prefix) })).catch(() => undefined);
 await kafka.disconnect();
-await pool.end();
 await orm.close();
 await dropBenchDatabase(adminUrl, 'catalog_bench_webhooks');
 server.closeAllConnections();

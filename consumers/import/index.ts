@@ -2,7 +2,7 @@
 import type { EachMessagePayload } from 'kafkajs';
 import { recordProcessingFailure } from '../../domain/imports/parking.ts';
 import { processImport } from '../../domain/imports/process.ts';
-import type { ImportMessage } from '../../domain/imports/jobs.ts';
+import type { ImportMessage } from '../../domain/imports/job-store.ts';
 import { expireUploadWindows, jobsToResume } from '../../domain/imports/sweep.ts';
 import type { Config } from '../../platform/config/config.ts';
 import { isConnectionError } from '../../platform/db/connections.ts';
@@ -63,7 +63,7 @@ export async function startImportConsumer(options: ImportConsumerOptions): Promi
     const current = running.get(jobId);
     if (current) return current;
     const run = processImport({
-      orm: options.orm, storage, databaseUrl: options.config.databaseUrl, logger: log,
+      orm: options.orm, storage, databaseUrl: options.config.databaseUrl, logger: log, mediaRefreshAgeHours: options.config.media.refreshAgeHours,
       ...(heartbeat ? { heartbeat } : {}), stopping: () => stopping,
     }, jobId)
       .catch((error: unknown) => afterFailure(jobId, error))

@@ -6,18 +6,27 @@ import { createMediaStore } from '../../domain/media/media-store.ts';
 import type { IngestDeps, IngestOutcome } from '../../domain/media/ingest.ts';
 import type { MediaJob } from '../../domain/media/register.ts';
 import type { Config } from '../../platform/config/config.ts';
-import { createPool } from '../../platform/db/connections.ts';
+import type { Orm } from '../../platform/db/orm.ts';
 import type { KafkaClient } from '../../platform/kafka/client.ts';
 import { TOPICS } from '../../platform/kafka/topics.ts';
 import type { Logger } from '../../platform/log/logger.ts';
 import { createImageFetcher } from '../../platform/outbound/image-fetcher.ts';
-import { createStorage } from '../../platform/storage/storage.ts';
+import type { ObjectStorage } from '../../platform/storage/storage.ts';
 
 /** DESIGN §4: downloads are capped at 20 MB. */
 export const MAX_IMAGE_BYTES = 20 * 1024 * 1024;
 // kafkajs' default session timeout is 30 s; a batch of slow downloads must keep the membership alive.
 const HEARTBEAT_MS = 3000;
 const HASH = /^[0-9a-f]{64}$/;
+
+export interface MediaConsumerOptions {
+  readonly config: Config;
+  readonly kafka: KafkaClient;
+  readonly orm: Orm;
+  /** Where the images go, content-addressed. */
+  readonly storage: ObjectStorage;
+  readonly logger: Logger;
+}
 
 export interface MediaConsumer {
   /** Outcomes so far, for logs, tests and the benchmark. */
@@ -61,9 +70,9 @@ function limiter(limit: number) {
  * asset (same key) run in order; its offsets are committed once all of it is done, and a failure a
  * retry can fix (database, storage) throws so kafkajs re-delivers it: finished jobs are then skipped.
  */
-export async function startMediaConsumer(config: Config, kafka: KafkaClient, logger: Logger): Promise<MediaConsumer> {
+export async function startMediaConsumer({ config, kafka, orm, storage, logger }: MediaConsumerOptions): Promise<MediaConsumer> {
   const log = logger.child({ component: 'media-consumer' });
-  const pool = createPool({ databaseUrl: config.databaseUrl, max: Math.min(config.media.concurrency + 2, 20), name: 'media', logger: log });
+  const db = orm.em.fork();
   const fetcher = createImageFetcher({
     timeoutMs: config.media.timeoutMs,
     retries: config.media.retries,
@@ -72,7 +81,7 @@ export async function startMediaConsumer(config: Config, kafka: KafkaClient, log
     allowedHosts: config.media.allowedHosts,
     concurrencyPerHost: config.media.concurrency,
   });
-  const deps: IngestDeps = { recorder: createAssetRecorder(pool), fetcher, store: createMediaStore(createStorage(config), config.storageDir), throttle: limiter(config.media.concurrency) };
+  const deps: IngestDeps = { recorder: createAssetRecorder(db), fetcher, store: createMediaStore(storage, config.storageDir), throttle: limiter(config.media.concurrency) };
   const counts: Record<IngestOutcome, number> = { ingested: 0, not_modified: 0, unchanged: 0, failed: 0, skipped: 0 };
 
   const running = await kafka.runConsumer({
@@ -89,11 +98,11 @@ export async function startMediaConsumer(config: Config, kafka: KafkaClient, log
       const beat = setInterval(() => void heartbeat().catch(() => undefined), HEARTBEAT_MS);
       try {
         // One query for the batch; a second job of the same asset reads it again after the first.
-        const assets = await loadAssets(pool, [...byAsset.values()].map((jobs) => jobs[0]!));
+        const assets = await loadAssets(db, [...byAsset.values()].map((jobs) => jobs[0]!));
         // Settled, not Promise.all: a redelivery must not overlap jobs of this batch still running.
         const results = await Promise.allSettled([...byAsset.values()].map(async (jobs) => {
           for (const [i, job] of jobs.entries()) {
-            const asset = (i === 0 ? assets : await loadAssets(pool, [job])).get(assetKey(job));
+            const asset = (i === 0 ? assets : await loadAssets(db, [job])).get(assetKey(job));
             const outcome = await ingestMedia(deps, job, asset);
             counts[outcome] += 1;
             log.debug({ sourceUrlHash: job.sourceUrlHash, outcome }, 'media job done');
@@ -115,7 +124,6 @@ export async function startMediaConsumer(config: Config, kafka: KafkaClient, log
     async stop() {
       await running.stop();
       fetcher.close();
-      await pool.end();
     },
   };
 }

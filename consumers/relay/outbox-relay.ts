@@ -1,16 +1,18 @@
 // The outbox relay: publishes committed outbox rows to Kafka in id order and marks them sent only after Kafka acked.
-import type pg from 'pg';
 import type { Message } from 'kafkajs';
-import { OUTBOX_CHANNEL } from '../../domain/events/outbox.ts';
-import { createPool, listenToChannel } from '../../platform/db/connections.ts';
+import { OUTBOX_CHANNEL, claimOutbox, deleteSentOutbox, markOutboxSent } from '../../domain/events/outbox.ts';
+import type { OutboxRecord } from '../../domain/events/outbox.ts';
+import { listenToChannel } from '../../platform/db/connections.ts';
 import type { ChannelListener } from '../../platform/db/connections.ts';
+import type { Orm } from '../../platform/db/orm.ts';
 import type { KafkaClient } from '../../platform/kafka/client.ts';
 import type { Logger } from '../../platform/log/logger.ts';
 
 export interface OutboxRelayOptions {
+  /** Its statements run on the ORM's pool. */
+  readonly orm: Orm;
+  /** For its LISTEN, which holds a connection of its own. */
   readonly databaseUrl: string;
-  /** Share an existing pool; otherwise the relay opens (and closes) a small one of its own. */
-  readonly pool?: pg.Pool;
   readonly kafka: KafkaClient;
   readonly logger: Logger;
   readonly batchSize?: number;
@@ -47,20 +49,9 @@ export interface OutboxRelay {
   readonly stats: Readonly<OutboxRelayStats>;
 }
 
-interface OutboxRecord {
-  id: string;
-  event_id: string;
-  topic: string;
-  key: string;
-  payload: string;
-  headers: Record<string, string>;
-}
-
 // Kafka's default message.max.bytes (1 MB) caps one record batch, which kafkajs builds per
 // partition per send; staying under it in total per send keeps large events from wedging the relay.
 const MAX_SEND_BYTES = 900_000;
-// Any constant works as long as every relay uses the same one.
-const RELAY_LOCK_KEY = 0x6f7574626f78;
 
 function chunksBySize(rows: readonly OutboxRecord[]): OutboxRecord[][] {
   const chunks: OutboxRecord[][] = [];
@@ -93,8 +84,7 @@ export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
   const maxBackoffMs = options.maxBackoffMs ?? 30_000;
   const retentionMs = options.retentionMs ?? 24 * 3600_000;
   const cleanupIntervalMs = options.cleanupIntervalMs ?? 10 * 60_000;
-  const ownPool = options.pool === undefined;
-  const pool = options.pool ?? createPool({ databaseUrl: options.databaseUrl, max: 2, name: 'outbox-relay', logger: log });
+  const db = options.orm.em.fork();
   const stats: OutboxRelayStats = { published: 0, batches: 0, failures: 0, lastError: undefined };
 
   let running = false;
@@ -145,25 +135,10 @@ export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
       await options.kafka.ensureTopics();
       topicsReady = true;
     }
-    const db = await pool.connect();
-    let broken: Error | undefined;
-    try {
-      await db.query('BEGIN');
-      // One relay publishes at a time, so rows with the same key reach Kafka in id order even
-      // with several instances; SKIP LOCKED keeps it safe should that lock ever be dropped.
-      const lock = await db.query<{ locked: boolean }>('SELECT pg_try_advisory_xact_lock($1) AS locked', [RELAY_LOCK_KEY]);
-      if (!lock.rows[0]?.locked) {
-        await db.query('ROLLBACK');
-        return 0;
-      }
-      const claimed = await db.query<OutboxRecord>(
-        `SELECT id, event_id, topic, key, payload, headers FROM outbox
-          WHERE sent_at IS NULL ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED`, [batchSize]);
-      if (claimed.rows.length === 0) {
-        await db.query('COMMIT');
-        return 0;
-      }
-      for (const chunk of chunksBySize(claimed.rows)) {
+    const sent = await db.transactional(async (tx) => {
+      const claimed = await claimOutbox(tx, batchSize);
+      if (claimed.length === 0) return 0;
+      for (const chunk of chunksBySize(claimed)) {
         const byTopic = new Map<string, Message[]>();
         for (const row of chunk) {
           const topic = options.kafka.topic(row.topic);
@@ -177,17 +152,14 @@ export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
         });
       }
       // Only after every chunk was acked: a crash before this commit re-sends (at-least-once).
-      await db.query('UPDATE outbox SET sent_at = now() WHERE id = ANY($1::bigint[])', [claimed.rows.map((r) => r.id)]);
-      await db.query('COMMIT');
-      stats.published += claimed.rows.length;
+      await markOutboxSent(tx, claimed.map((r) => r.id));
+      return claimed.length;
+    });
+    if (sent > 0) {
+      stats.published += sent;
       stats.batches += 1;
-      return claimed.rows.length;
-    } catch (error) {
-      await db.query('ROLLBACK').catch((rollbackError: Error) => { broken = rollbackError; });
-      throw error;
-    } finally {
-      db.release(broken);
     }
+    return sent;
   }
 
   async function cleanup(): Promise<void> {
@@ -197,10 +169,9 @@ export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
     let deleted = 0;
     // Small deletes keep each transaction short next to the writers.
     for (;;) {
-      const result = await pool.query(
-        `DELETE FROM outbox WHERE id IN (SELECT id FROM outbox WHERE sent_at < $1 ORDER BY id LIMIT 5000)`, [cutoff]);
-      deleted += result.rowCount ?? 0;
-      if ((result.rowCount ?? 0) < 5000 || !running) break;
+      const count = await deleteSentOutbox(db, cutoff, 5000);
+      deleted += count;
+      if (count < 5000 || !running) break;
     }
     if (deleted > 0) log.info({ deleted }, 'deleted sent outbox rows');
   }
@@ -248,7 +219,6 @@ export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
       await loop;
       await listener?.close();
       listener = undefined;
-      if (ownPool) await pool.end();
       log.info(stats, 'outbox relay stopped');
     },
   };

@@ -1,7 +1,7 @@
 // E-mails the owner of each disabled webhook exactly once: claimed under a row lock, marked sent in the same transaction.
-import type pg from 'pg';
-import { lockPendingNotice, markNoticeSent } from '../../domain/webhooks/delivery-queue.ts';
-import type { DisableNotice } from '../../domain/webhooks/delivery-queue.ts';
+import { lockPendingNotice, markNoticeSent } from '../../domain/webhooks/subscriptions.ts';
+import type { DisableNotice } from '../../domain/webhooks/subscriptions.ts';
+import type { Db } from '../../platform/db/sql.ts';
 import type { Logger } from '../../platform/log/logger.ts';
 import type { MailMessage, Mailer } from '../../platform/mail/mailer.ts';
 
@@ -29,35 +29,24 @@ export interface DisableNotices {
   sweep(): Promise<void>;
 }
 
-export function createDisableNotices(pool: pg.Pool, mailer: Mailer, logger: Logger): DisableNotices {
+export function createDisableNotices(db: Db, mailer: Mailer, logger: Logger): DisableNotices {
   const log = logger.child({ component: 'webhook-disable-notices' });
   let running: Promise<void> | undefined;
   // A sweep asked for while one runs is run again after it, so a late disable is never missed.
   let again = false;
 
   async function sendOne(): Promise<boolean> {
-    const client = await pool.connect();
-    let broken: Error | undefined;
-    try {
-      await client.query('BEGIN');
-      const notice = await lockPendingNotice(client);
-      if (!notice) {
-        await client.query('COMMIT');
-        return false;
-      }
+    const sent = await db.transactional(async (tx) => {
+      const notice = await lockPendingNotice(tx);
+      if (!notice) return undefined;
       // Sent while the row is locked and marked in the same transaction: a failed send rolls
       // back and is tried again at the next sweep; a crash after sending may repeat it once.
       await mailer.send(disableNoticeMail(notice));
-      await markNoticeSent(client, notice.webhookId);
-      await client.query('COMMIT');
-      log.info({ webhookId: notice.webhookId }, 'owner told that the webhook is disabled');
-      return true;
-    } catch (error) {
-      await client.query('ROLLBACK').catch((e: Error) => { broken = e; });
-      throw error;
-    } finally {
-      client.release(broken);
-    }
+      await markNoticeSent(tx, notice.webhookId);
+      return notice;
+    });
+    if (sent) log.info({ webhookId: sent.webhookId }, 'owner told that the webhook is disabled');
+    return sent !== undefined;
   }
 
   return {

@@ -1,19 +1,20 @@
 // The delivery worker: claims due deliveries from Postgres under a lease, POSTs them, and settles the attempts in batches.
 import { randomUUID } from 'node:crypto';
-import type pg from 'pg';
-import { DELIVERY_CHANNEL, claimDueDeliveries, nextDueAt, settleAttempts } from '../../domain/webhooks/delivery-queue.ts';
-import type { ClaimedDelivery, Completion } from '../../domain/webhooks/delivery-queue.ts';
+import { claimDueDeliveries, settleAttempts } from '../../domain/webhooks/delivery-queue.ts';
+import { DELIVERY_CHANNEL, nextDueAt } from '../../domain/webhooks/delivery-store.ts';
+import type { ClaimedDelivery, Completion } from '../../domain/webhooks/delivery-store.ts';
 import { nextAttemptDelay } from '../../domain/webhooks/retry-schedule.ts';
 import { createSender } from '../../domain/webhooks/send-delivery.ts';
 import { deliveryHeaders, liveSecrets } from '../../domain/webhooks/signing.ts';
 import type { Config } from '../../platform/config/config.ts';
 import { listenToChannel } from '../../platform/db/connections.ts';
 import type { ChannelListener } from '../../platform/db/connections.ts';
+import type { Db } from '../../platform/db/sql.ts';
 import type { Logger } from '../../platform/log/logger.ts';
 
 export interface DispatcherOptions {
   readonly config: Pick<Config, 'databaseUrl' | 'webhookRetryDelaysMs' | 'webhookTimeoutMs' | 'webhookDisableAfter' | 'webhookAllowHttp' | 'outboundAllowPrivate'>;
-  readonly pool: pg.Pool;
+  readonly db: Db;
   readonly logger: Logger;
   /** Attempts in flight in this process. */
   readonly maxInFlight?: number;
@@ -44,7 +45,7 @@ const FLUSH_SIZE = 200;
 const FLUSH_DELAY_MS = 5;
 
 export function createDispatcher(options: DispatcherOptions): Dispatcher {
-  const { config, pool } = options;
+  const { config, db } = options;
   const log = options.logger.child({ component: 'webhook-dispatcher' });
   const maxInFlight = options.maxInFlight ?? 512;
   const perWebhook = options.maxInFlightPerWebhook ?? 128;
@@ -110,19 +111,9 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
       if (pending.length === 0) return;
       const batch = pending;
       pending = [];
-      const client = await pool.connect().catch((error: unknown) => {
-        log.warn({ err: error }, 'cannot settle attempts: no database connection');
-        return undefined;
-      });
-      if (!client) {
-        pending = [...batch, ...pending];
-        setTimeout(flushSoon, 1000).unref();
-        return;
-      }
-      let broken: Error | undefined;
       try {
         const settling = performance.now();
-        const disabled = await settleAttempts(client, batch, config.webhookDisableAfter);
+        const disabled = await settleAttempts(db, batch, config.webhookDisableAfter);
         stats.flushes += 1;
         stats.settleMs += Math.round(performance.now() - settling);
         if (disabled.length > 0) {
@@ -133,16 +124,12 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
         const soonest = Math.min(...batch.map((c) => c.nextDelayMs ?? Infinity));
         if (Number.isFinite(soonest)) setTimeout(poke, soonest).unref();
       } catch (error) {
-        // A connection that failed mid-statement is not given back to the pool.
-        broken = error as Error;
         // Kept for another try, a few times: past that the deliveries' leases end and they are
         // simply attempted again, so dropping loses no delivery (only these attempts' log lines).
         const retry = batch.filter((c) => (settleFailures.set(c, (settleFailures.get(c) ?? 0) + 1).get(c) ?? 0) < 5);
         log.warn({ err: error, completions: batch.length, dropped: batch.length - retry.length }, 'settling attempts failed; will retry');
         pending = [...retry, ...pending];
         setTimeout(flushSoon, 1000).unref();
-      } finally {
-        client.release(broken);
       }
     });
     return flushing;
@@ -195,14 +182,14 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
         }
         const saturated = [...inFlightByWebhook].filter(([, n]) => n >= perWebhook).map(([id]) => id);
         const claiming = performance.now();
-        const claimed = await claimDueDeliveries(pool, { limit: room, leaseMs, leaseToken: randomUUID(), skipWebhooks: saturated });
+        const claimed = await claimDueDeliveries(db, { limit: room, leaseMs, leaseToken: randomUUID(), skipWebhooks: saturated });
         stats.claimMs += Math.round(performance.now() - claiming);
         backoff = 0;
         stats.claimed += claimed.length;
         for (const delivery of claimed) launch(delivery);
         if (claimed.length === room) continue;
         // Nothing more due now: sleep until the next scheduled attempt, a NOTIFY or a free slot.
-        const due = await nextDueAt(pool);
+        const due = await nextDueAt(db);
         const untilDue = due === null ? pollIntervalMs : due.getTime() - Date.now();
         await nap(Math.min(pollIntervalMs, Math.max(untilDue, claimed.length === 0 && untilDue <= 0 ? 50 : 0)));
       } catch (error) {

@@ -1,9 +1,9 @@
 // The fan-out consumer: every event on catalog.events.v1 becomes one pending delivery per matching webhook of its catalog.
 import { randomUUID } from 'node:crypto';
-import type pg from 'pg';
 import type { KafkaMessage } from 'kafkajs';
 import { createDeliveries } from '../../domain/webhooks/fan-out.ts';
 import type { FanOutEvent } from '../../domain/webhooks/fan-out.ts';
+import type { Db } from '../../platform/db/sql.ts';
 import type { KafkaClient, RunningConsumer } from '../../platform/kafka/client.ts';
 import { TOPICS } from '../../platform/kafka/topics.ts';
 import type { Logger } from '../../platform/log/logger.ts';
@@ -16,7 +16,7 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export interface FanOutOptions {
   readonly kafka: KafkaClient;
-  readonly pool: pg.Pool;
+  readonly db: Db;
   readonly logger: Logger;
   /** The ladder's first delay (0 by default: the first attempt is immediate). */
   readonly firstDelayMs: number;
@@ -62,7 +62,7 @@ export async function startFanOut(options: FanOutOptions): Promise<RunningConsum
       try {
         // Throws on a database failure: kafkajs retries the batch, nothing is committed past it.
         const inserting = performance.now();
-        const { created, leased } = await createDeliveries(options.pool, events, {
+        const { created, leased } = await createDeliveries(options.db, events, {
           firstDelayMs: options.firstDelayMs, leaseSlots: slots, leaseMs: dispatcher.leaseMs, leaseToken: randomUUID(),
         });
         stats.insertMs += Math.round(performance.now() - inserting);

@@ -1,4 +1,6 @@
-// Builds domain events and appends them to the outbox table inside the caller's own database transaction.
+// The outbox store: domain events appended in the caller's transaction, claimed, marked sent and cleaned up by the relay.
+import { query } from '../../platform/db/sql.ts';
+import type { Db } from '../../platform/db/sql.ts';
 import { newId } from '../../platform/ids.ts';
 import { TOPICS } from '../../platform/kafka/topics.ts';
 
@@ -43,15 +45,7 @@ export interface OutboxRow {
   readonly headers?: Readonly<Record<string, string>>;
 }
 
-/**
- * Runs one SQL statement in the caller's transaction, e.g. `(sql, params) => em.execute(sql, params)`
- * inside `em.transactional`, or a pg client with `placeholders: 'dollar'`.
- */
-export type SqlExecutor = (sql: string, params: unknown[]) => Promise<unknown>;
-
 export interface WriteOutboxOptions {
-  /** `question` for MikroORM's `em.execute` (the default), `dollar` for node-postgres. */
-  readonly placeholders?: 'question' | 'dollar';
   /** Wake the relay at once (delivered at commit only; a rollback sends nothing). Default true. */
   readonly notify?: boolean;
 }
@@ -59,7 +53,7 @@ export interface WriteOutboxOptions {
 /** Channel the relay LISTENs on. */
 export const OUTBOX_CHANNEL = 'outbox';
 
-// 5 parameters a row; node-postgres allows 65,535 per statement, MikroORM inlines them anyway.
+// 5 parameters a row, well under the 65,535 a statement may carry.
 const ROWS_PER_INSERT = 1000;
 
 /** A new event with a time-ordered UUIDv7 id (the webhook event id and the Kafka `event-id` header). */
@@ -100,27 +94,61 @@ export function messageRow(input: { topic: string; key: string; body: unknown; e
 }
 
 /**
- * Appends rows to the outbox. Call it inside the transaction that makes the change the rows
- * describe: they commit, or vanish, together with it (STYLE: no enqueue outside the transaction).
+ * Appends rows to the outbox. Call it with the transaction that makes the change the rows
+ * describe (`tx` inside `db.transactional`): they commit, or vanish, together with it (STYLE: no
+ * enqueue outside the transaction).
  */
-export async function writeOutbox(execute: SqlExecutor, rows: readonly OutboxRow[], options: WriteOutboxOptions = {}): Promise<void> {
-  if (rows.length === 0) return;
-  const dollar = options.placeholders === 'dollar';
+export async function writeOutbox(db: Db, rows: readonly OutboxRow[], options: WriteOutboxOptions = {}): Promise<void> {
   for (let start = 0; start < rows.length; start += ROWS_PER_INSERT) {
     const chunk = rows.slice(start, start + ROWS_PER_INSERT);
     const params: unknown[] = [];
-    const mark = (value: unknown): string => {
-      params.push(value);
-      return dollar ? `$${params.length}` : '?';
-    };
+    const mark = (value: unknown): string => `$${params.push(value)}`;
     const values = chunk.map((row) =>
       `(${mark(row.eventId)}::uuid, ${mark(row.topic)}, ${mark(row.key)}, ${mark(row.payload)}, ${mark(JSON.stringify(row.headers ?? {}))}::jsonb)`);
     const insert = `INSERT INTO outbox (event_id, topic, key, payload, headers) VALUES ${values.join(', ')}`;
     const last = start + ROWS_PER_INSERT >= rows.length;
     // The notification rides on the last insert: one round trip per chunk, hot paths included.
-    await execute(
+    await query(db,
       last && options.notify !== false ? `WITH written AS (${insert} RETURNING 1) SELECT pg_notify(${mark(OUTBOX_CHANNEL)}, '')` : insert,
-      params,
-    );
+      params);
   }
+}
+
+/** An outbox row as the relay claims it. */
+export interface OutboxRecord {
+  readonly id: string;
+  readonly event_id: string;
+  readonly topic: string;
+  readonly key: string;
+  readonly payload: string;
+  readonly headers: Record<string, string>;
+}
+
+// Any constant works as long as every relay uses the same one.
+const RELAY_LOCK_KEY = 0x6f7574626f78;
+
+/**
+ * Locks up to `limit` unsent rows in id order, in the transaction `tx` that will mark them sent;
+ * none when another relay is publishing. One relay publishes at a time, so rows with the same
+ * key reach Kafka in id order even with several instances; SKIP LOCKED keeps it safe should that
+ * lock ever be dropped.
+ */
+export async function claimOutbox(tx: Db, limit: number): Promise<OutboxRecord[]> {
+  const [lock] = await query<{ locked: boolean }>(tx, 'SELECT pg_try_advisory_xact_lock($1) AS locked', [RELAY_LOCK_KEY]);
+  if (!lock?.locked) return [];
+  return query<OutboxRecord>(tx,
+    `SELECT id, event_id, topic, key, payload, headers FROM outbox
+      WHERE sent_at IS NULL ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED`, [limit]);
+}
+
+export async function markOutboxSent(tx: Db, ids: readonly string[]): Promise<void> {
+  await query(tx, 'UPDATE outbox SET sent_at = now() WHERE id = ANY($1::bigint[])', [ids]);
+}
+
+/** Deletes up to `limit` rows sent before `cutoff`; returns how many. */
+export async function deleteSentOutbox(db: Db, cutoff: Date, limit: number): Promise<number> {
+  const [row] = await query<{ deleted: string }>(db,
+    `WITH gone AS (DELETE FROM outbox WHERE id IN (SELECT id FROM outbox WHERE sent_at < $1 ORDER BY id LIMIT $2) RETURNING 1)
+     SELECT count(*) AS deleted FROM gone`, [cutoff, limit]);
+  return Number(row?.deleted ?? 0);
 }

@@ -1,8 +1,6 @@
 // A job whose processing keeps failing for a reason a retry cannot fix is parked: `failed`, with that reason.
-import type { EntityManager } from '@mikro-orm/postgresql';
-import { finishJob } from './jobs.ts';
-import { JOB_SELECT } from './view.ts';
-import type { JobRow } from './view.ts';
+import type { Db } from '../../platform/db/sql.ts';
+import { countProcessingFailure, finishJob, loadJob } from './job-store.ts';
 
 /**
  * Failures of one job (not counting lost connections, which only delay it) before it is parked.
@@ -15,15 +13,11 @@ export const MAX_PROCESSING_FAILURES = 3;
  * import.failed event) so that it stops taking a consumer's turn and its owner learns why.
  * Returns whether the job is parked now. Lines committed before the failure stay committed.
  */
-export async function recordProcessingFailure(em: EntityManager, jobId: string): Promise<boolean> {
-  return em.transactional(async (tx) => {
-    const [job] = await tx.execute<JobRow[]>(`${JOB_SELECT} WHERE j.id = ? FOR UPDATE`, [jobId]);
+export async function recordProcessingFailure(db: Db, jobId: string): Promise<boolean> {
+  return db.transactional(async (tx) => {
+    const job = await loadJob(tx, jobId, { lock: true });
     if (!job || (job.status !== 'queued' && job.status !== 'processing')) return false;
-    const [row] = await tx.execute<Array<{ processing_failures: number }>>(
-      'UPDATE import_jobs SET processing_failures = processing_failures + 1, updated_at = now() WHERE id = ? RETURNING processing_failures',
-      [jobId],
-    );
-    if ((row?.processing_failures ?? 0) < MAX_PROCESSING_FAILURES) return false;
+    if (await countProcessingFailure(tx, jobId) < MAX_PROCESSING_FAILURES) return false;
     const at = Number(job.resume_line) + 1;
     await finishJob(tx, job, 'failed',
       `processing failed ${MAX_PROCESSING_FAILURES} times in the batch from line ${at}, for a reason retrying did not fix ` +

@@ -5,25 +5,26 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import { finished } from 'node:stream/promises';
-import type { EntityManager } from '@mikro-orm/postgresql';
 import type { ImportRetryCreated } from '../../generated/client.ts';
+import type { Db } from '../../platform/db/sql.ts';
 import { newId } from '../../platform/ids.ts';
 import type { ObjectStorage } from '../../platform/storage/storage.ts';
 import { importPath } from '../../platform/storage/storage.ts';
 import { conflict } from '../../platform/errors.ts';
-import { assertCapacity, enqueue, findJob } from './jobs.ts';
+import { failedLineNumbers, insertQueuedJob } from './job-store.ts';
+import { IMPORT_CONTENT_TYPE, assertCapacity, findJob, inTransaction } from './jobs.ts';
 import { TERMINAL, jobView } from './view.ts';
 
 const LF = 0x0a;
 
-export async function retryImport(em: EntityManager, storage: ObjectStorage, catalogId: string, jobId: string): Promise<ImportRetryCreated> {
-  const original = await findJob(em, catalogId, jobId);
+export async function retryImport(db: Db, storage: ObjectStorage, catalogId: string, jobId: string): Promise<ImportRetryCreated> {
+  const original = await findJob(db, catalogId, jobId);
   if (!TERMINAL.has(original.status)) {
     throw conflict(`job is ${original.status}; only a finished job can be retried`, [{ path: 'status', message: `is ${original.status}` }]);
   }
-  const rows = await em.execute<Array<{ line_number: number }>>('SELECT line_number FROM import_errors WHERE job_id = ? ORDER BY line_number', [jobId]);
-  if (rows.length === 0) throw conflict('job has no failed lines to retry', [{ path: 'errorCount', message: 'is 0' }]);
-  await assertCapacity(em, catalogId, false);
+  const failedLines = await failedLineNumbers(db, jobId);
+  if (failedLines.length === 0) throw conflict('job has no failed lines to retry', [{ path: 'errorCount', message: 'is 0' }]);
+  await assertCapacity(db, catalogId, false);
 
   const newJobId = newId();
   const storagePath = importPath(catalogId, newJobId);
@@ -31,23 +32,17 @@ export async function retryImport(em: EntityManager, storage: ObjectStorage, cat
   try {
     const file = join(folder, 'lines.jsonl');
     const out = createWriteStream(file);
-    await copyLines(await storage.read(original.storage_path), new Set(rows.map((r) => r.line_number)), out);
+    await copyLines(await storage.read(original.storage_path), new Set(failedLines), out);
     out.end();
     await finished(out);
     const sizeBytes = (await stat(file)).size;
-    await storage.write(storagePath, createReadStream(file), sizeBytes, 'application/x-ndjson');
+    await storage.write(storagePath, createReadStream(file), sizeBytes, IMPORT_CONTENT_TYPE);
     try {
-      const run = async (tx: EntityManager) => {
+      const job = await inTransaction(db, async (tx) => {
         await assertCapacity(tx, catalogId);
-        await tx.execute(
-          `INSERT INTO import_jobs (id, catalog_id, status, dry_run, file_size_bytes, storage_path, uploaded_at, upload_expires_at, queued_at, retry_of)
-           VALUES (?, ?, 'queued', ?, ?, ?, now(), NULL, now(), ?)`,
-          [newJobId, catalogId, original.dry_run, sizeBytes, storagePath, jobId],
-        );
-        await enqueue(tx, { jobId: newJobId, catalogId });
+        await insertQueuedJob(tx, { id: newJobId, catalogId, dryRun: original.dry_run, fileSizeBytes: sizeBytes, storagePath }, jobId);
         return jobView(await findJob(tx, catalogId, newJobId));
-      };
-      const job = em.isInTransaction() ? await run(em) : await em.transactional(run);
+      });
       return { jobId: newJobId, retryOf: jobId, storagePath, job };
     } catch (error) {
       await storage.remove(storagePath).catch(() => undefined);

@@ -5,7 +5,7 @@ import type { NormalizedItem } from './payload.ts';
 /**
  * RFC 8785 (JCS) serialization: ECMAScript number and string forms (JSON.stringify), object keys sorted
  * by UTF-16 code units, no whitespace. Ours rather than the `canonicalize` package (checked against it in
- * the tests) because that one costs ~18 µs per item, most of the hashing budget. Expects JSON values
+ * the tests) because that one is slow enough to dominate the hashing of an item. Expects JSON values
  * with well-formed strings, which normalizeItem guarantees.
  */
 export function canonicalJson(value: unknown): string {

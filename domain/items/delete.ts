@@ -1,7 +1,8 @@
 // Deleting an item: destructive, emits item.deleted in the same transaction.
-import type { EntityManager } from '@mikro-orm/postgresql';
-import { domainEvent, eventRow, writeOutbox } from '../events/outbox.ts';
+import type { Db } from '../../platform/db/sql.ts';
 import { notFound } from '../../platform/errors.ts';
+import { domainEvent, eventRow, writeOutbox } from '../events/outbox.ts';
+import { deleteItemRow } from './store.ts';
 
 export interface DeletedItem {
   externalSystem: string;
@@ -9,14 +10,11 @@ export interface DeletedItem {
   serviceId: string;
 }
 
-export async function deleteItem(em: EntityManager, catalogId: string, externalSystem: string, externalId: string): Promise<DeletedItem> {
-  return em.transactional(async (tx) => {
-    const [row] = await tx.execute<Array<{ id: string; sku: string | null }>>(
-      'DELETE FROM items WHERE catalog_id = ? AND external_system = ? AND external_id = ? RETURNING id, sku',
-      [catalogId, externalSystem, externalId],
-    );
+export async function deleteItem(db: Db, catalogId: string, externalSystem: string, externalId: string): Promise<DeletedItem> {
+  return db.transactional(async (tx) => {
+    const row = await deleteItemRow(tx, catalogId, externalSystem, externalId);
     if (!row) throw notFound(`Item ${externalSystem}/${externalId}`);
-    await writeOutbox((sql, params) => tx.execute(sql, params), [eventRow(domainEvent({
+    await writeOutbox(tx, [eventRow(domainEvent({
       type: 'item.deleted',
       catalogId,
       resourceId: externalId,

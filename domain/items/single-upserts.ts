@@ -1,67 +1,39 @@
 // Single upserts of a catalog that arrive together share their statements (group commit).
-import type { EntityManager } from '@mikro-orm/postgresql';
+import { groupCommit } from '../../platform/group-commit.ts';
+import type { Db } from '../../platform/db/sql.ts';
 import { normalizeItem } from './payload.ts';
+import type { NormalizedItem } from './payload.ts';
 import { addNormalized, upsertPrepared } from './upsert.ts';
-import type { PreparedItems, UpsertEntry, ValidInput } from './upsert.ts';
+import type { PreparedItems, UpsertEntry } from './upsert.ts';
 
-// A group is written by one statement; past this size the rest wait for the next one, so one
-// group's latency stays bounded however many requests queue.
-const MAX_GROUP = 200;
-
-interface Waiter {
-  item: ValidInput['item'];
-  resolve(entry: UpsertEntry): void;
-  reject(error: unknown): void;
+interface SingleUpsert {
+  readonly db: Db;
+  readonly item: NormalizedItem;
+  readonly mediaRefreshAgeHours: number;
 }
 
-/** Per catalog: the valid upserts waiting while that catalog's group is in the database. */
-const waiting = new Map<string, Waiter[]>();
+/**
+ * A group is one bulk upsert, written through the entity manager of its first request: a
+ * failing item never affects the others, and a failed statement is written again member by
+ * member, so its failure reaches only the request it belongs to. Past 200 members the rest
+ * wait for the next group, so one group's latency stays bounded however many requests queue.
+ */
+const submit = groupCommit<SingleUpsert, UpsertEntry>(async (catalogId, group) => {
+  const valid = group.map(({ item }, index) => ({ index, item }));
+  const [{ db, mediaRefreshAgeHours }] = group as [SingleUpsert];
+  return upsertPrepared(db, catalogId, { entries: new Array(group.length), valid }, { mediaRefreshAgeHours, returnStored: true });
+}, { maxGroup: 200, retryAlone: true });
 
 /**
  * Upserts one item, answering with the stored item (`stored`, unless a lost race leaves it to
- * the caller to read back). An upsert that finds its catalog's previous group still in the
- * database waits for it, and the next group takes every upsert that waited: one lookup and one
- * write for all of them instead of two statements each, the same outcomes as if they had run
- * one after the other in arrival order. A request alone is sent at once, so this adds no delay;
- * under load it turns many small statements, each with its round trip, plan, executor start and
- * WAL flush, into few larger ones. A group is one bulk upsert: a failing item never affects the
- * others.
+ * the caller to read back). Upserts of a catalog that arrive while its previous group is in the
+ * database are written together, one lookup and one write for all of them instead of two
+ * statements each, with the same outcomes as one after the other in arrival order.
  */
-export function upsertOne(em: EntityManager, catalogId: string, input: unknown): Promise<UpsertEntry> {
+export function upsertOne(db: Db, catalogId: string, input: unknown, options: { mediaRefreshAgeHours: number }): Promise<UpsertEntry> {
   const prepared: PreparedItems = { entries: [], valid: [] };
   addNormalized(prepared, normalizeItem(input, ''), 0);
   const [invalid] = prepared.entries;
   if (invalid) return Promise.resolve(invalid);
-  const item = prepared.valid[0]!.item;
-  return new Promise((resolve, reject) => {
-    const queue = waiting.get(catalogId);
-    if (queue) {
-      queue.push({ item, resolve, reject });
-      return;
-    }
-    const started: Waiter[] = [{ item, resolve, reject }];
-    waiting.set(catalogId, started);
-    void drain(em, catalogId, started);
-  });
-}
-
-async function drain(em: EntityManager, catalogId: string, queue: Waiter[]): Promise<void> {
-  while (queue.length > 0) {
-    const group = queue.splice(0, MAX_GROUP);
-    try {
-      await writeGroup(em, catalogId, group);
-    } catch (error) {
-      if (group.length === 1) group[0]!.reject(error);
-      // Whatever failed the shared statement must fail only the request it belongs to: each
-      // member is written again on its own, in arrival order.
-      else for (const waiter of group) await writeGroup(em, catalogId, [waiter]).catch(waiter.reject);
-    }
-  }
-  waiting.delete(catalogId);
-}
-
-async function writeGroup(em: EntityManager, catalogId: string, group: readonly Waiter[]): Promise<void> {
-  const valid = group.map(({ item }, index) => ({ index, item }));
-  const entries = await upsertPrepared(em, catalogId, { entries: new Array(group.length), valid }, { returnStored: true });
-  group.forEach((waiter, i) => waiter.resolve(entries[i]!));
+  return submit(catalogId, { db, item: prepared.valid[0]!.item, mediaRefreshAgeHours: options.mediaRefreshAgeHours });
 }

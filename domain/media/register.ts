@@ -1,10 +1,11 @@
 // Media registration on the upsert path: the written items' URLs become assets, and only new or stale assets are queued for download.
+import type { Db } from '../../platform/db/sql.ts';
 import { newId } from '../../platform/ids.ts';
 import { TOPICS } from '../../platform/kafka/topics.ts';
 import { messageRow, writeOutbox } from '../events/outbox.ts';
-import type { SqlExecutor } from '../events/outbox.ts';
 import type { NormalizedItem } from '../items/payload.ts';
 import type { WrittenRow } from '../items/store.ts';
+import { registerAssets } from './asset-store.ts';
 
 /** A message on catalog.media.v1 (key = sourceUrlHash). */
 export interface MediaJob {
@@ -22,21 +23,6 @@ export interface MediaJob {
 
 // Events carry the ids the registering batch knew; a longer list belongs in a query, not an event.
 const MAX_EXTERNAL_IDS = 100;
-const HOUR_MS = 3_600_000;
-
-let refreshAgeMs = 24 * HOUR_MS;
-
-/** Set once by the composition root from MEDIA_REFRESH_AGE_HOURS (upserts run in api and consumer processes alike). */
-export function configureMediaRegistration(options: { refreshAgeHours: number }): void {
-  refreshAgeMs = options.refreshAgeHours * HOUR_MS;
-}
-
-interface Registered {
-  source_url_hash: string;
-  source_url: string;
-  inserted: boolean;
-  queued_at: string;
-}
 
 /**
  * Registers the media of the items that `writeItems` just created or updated (unchanged items
@@ -46,10 +32,12 @@ interface Registered {
  * goes through the outbox with the items, so a rolled-back upsert queues nothing.
  */
 export async function registerMedia(
-  execute: SqlExecutor,
+  db: Db,
   catalogId: string,
   written: readonly WrittenRow[],
   items: readonly NormalizedItem[],
+  /** MEDIA_REFRESH_AGE_HOURS in ms: a known asset last checked longer ago is queued again. */
+  refreshAgeMs: number,
 ): Promise<void> {
   if (written.length === 0) return;
   const writtenKeys = new Set(written.map((w) => `${w.external_system}\u0000${w.external_id}`));
@@ -64,19 +52,10 @@ export async function registerMedia(
   }
   if (assets.size === 0) return;
   // Sorted by hash: concurrent upserts lock shared asset rows in one order and cannot deadlock.
-  const rows = [...assets].sort(([a], [b]) => (a < b ? -1 : 1)).map(([hash, a]) => ({ id: newId(), h: hash, u: a.url }));
-  const registered = await execute(
-    `INSERT INTO media_assets AS a (id, catalog_id, source_url, source_url_hash)
-      SELECT r.id, ?, r.u, r.h FROM jsonb_to_recordset(?::jsonb) AS r(id uuid, h text, u text)
-      ON CONFLICT ON CONSTRAINT media_assets_catalog_hash_key DO UPDATE SET updated_at = now()
-        WHERE coalesce(a.last_checked_at, a.created_at) < now() - ? * interval '1 millisecond'
-          AND a.updated_at < now() - ? * interval '1 millisecond'
-      RETURNING a.source_url_hash, a.source_url, (xmax = 0) AS inserted,
-        to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS queued_at`,
-    [catalogId, JSON.stringify(rows), refreshAgeMs, refreshAgeMs],
-  ) as Registered[];
+  const rows = [...assets].sort(([a], [b]) => (a < b ? -1 : 1)).map(([hash, a]) => ({ id: newId(), hash, url: a.url }));
+  const registered = await registerAssets(db, catalogId, rows, refreshAgeMs);
   if (registered.length === 0) return;
-  await writeOutbox(execute, registered.map((r) => {
+  await writeOutbox(db, registered.map((r) => {
     const job: MediaJob = {
       catalogId,
       sourceUrlHash: r.source_url_hash,

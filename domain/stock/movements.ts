@@ -1,12 +1,12 @@
-// Stock movements: signed quantities applied atomically to an item's on-hand, with stock.adjusted.
-import type { EntityManager } from '@mikro-orm/postgresql';
+// The stock store: movements (signed quantities) applied atomically to an item's on-hand, with stock.adjusted.
 import type { StockMovement, StockReason } from '../../generated/client.ts';
+import { query, sql } from '../../platform/db/sql.ts';
+import type { Db } from '../../platform/db/sql.ts';
+import { notFound, unprocessable } from '../../platform/errors.ts';
 import { newId } from '../../platform/ids.ts';
 import { domainEvent, eventRow, writeOutbox } from '../events/outbox.ts';
-import { notFound, unprocessable } from '../../platform/errors.ts';
-import { decodeCursor, encodeCursor } from '../pagination.ts';
 import { isoTime } from '../items/view.ts';
-
+import { afterCursor, encodeCursor, keysetPage } from '../pagination.ts';
 
 export interface MovementInput {
   quantity: number;
@@ -41,9 +41,9 @@ const view = (row: MovementRow): MovementView => ({
 const INT32_MIN = -2147483648;
 const INT32_MAX = 2147483647;
 
-async function findItem(em: EntityManager, catalogId: string, externalSystem: string, externalId: string) {
-  const [item] = await em.execute<Array<{ id: string; track_stock: boolean; on_hand: number }>>(
-    'SELECT id, track_stock, on_hand FROM items WHERE catalog_id = ? AND external_system = ? AND external_id = ?',
+async function findItem(db: Db, catalogId: string, externalSystem: string, externalId: string) {
+  const [item] = await query<{ id: string; track_stock: boolean; on_hand: number }>(db,
+    'SELECT id, track_stock, on_hand FROM items WHERE catalog_id = $1 AND external_system = $2 AND external_id = $3',
     [catalogId, externalSystem, externalId],
   );
   if (!item) throw notFound(`Item ${externalSystem}/${externalId}`);
@@ -55,20 +55,20 @@ async function findItem(em: EntityManager, catalogId: string, externalSystem: st
  * serialize and each sees the total of those before it: `onHandAfter` is exact.
  */
 export async function recordMovement(
-  em: EntityManager,
+  db: Db,
   catalogId: string,
   externalSystem: string,
   externalId: string,
   input: MovementInput,
 ): Promise<{ movement: MovementView; onHand: number }> {
-  return em.transactional(async (tx) => {
+  return db.transactional(async (tx) => {
     // onHand is a 32-bit integer: a movement that would take it out of range is refused, not overflowed.
-    const [item] = await tx.execute<Array<{ id: string; on_hand: number }>>(
-      `UPDATE items SET on_hand = on_hand + ?
-       WHERE catalog_id = ? AND external_system = ? AND external_id = ? AND track_stock
-         AND on_hand::bigint + ? BETWEEN ${INT32_MIN} AND ${INT32_MAX}
+    const [item] = await query<{ id: string; on_hand: number }>(tx,
+      `UPDATE items SET on_hand = on_hand + $1
+       WHERE catalog_id = $2 AND external_system = $3 AND external_id = $4 AND track_stock
+         AND on_hand::bigint + $1 BETWEEN ${INT32_MIN} AND ${INT32_MAX}
        RETURNING id, on_hand`,
-      [input.quantity, catalogId, externalSystem, externalId, input.quantity],
+      [input.quantity, catalogId, externalSystem, externalId],
     );
     if (!item) {
       const found = await findItem(tx, catalogId, externalSystem, externalId);
@@ -80,14 +80,14 @@ export async function recordMovement(
         `outside the range an onHand can have (${INT32_MIN} to ${INT32_MAX}).`,
       );
     }
-    const [row] = await tx.execute<MovementRow[]>(
+    const [row] = await query<MovementRow>(tx,
       `INSERT INTO stock_movements (id, catalog_id, item_id, quantity, reason, reference, occurred_at, on_hand_after)
-       VALUES (?, ?, ?, ?, ?, ?, coalesce(?::timestamptz, now()), ?)
+       VALUES ($1, $2, $3, $4, $5, $6, coalesce($7::timestamptz, now()), $8)
        RETURNING id, quantity, reason, reference, ${isoTime('occurred_at')} AS occurred_at, ${isoTime('created_at')} AS created_at, on_hand_after`,
       [newId(), catalogId, item.id, input.quantity, input.reason, input.reference ?? null, input.occurredAt ?? null, item.on_hand],
     );
     const movement = view(row!);
-    await writeOutbox((sql, params) => tx.execute(sql, params), [eventRow(domainEvent({
+    await writeOutbox(tx, [eventRow(domainEvent({
       type: 'stock.adjusted',
       catalogId,
       resourceId: externalId,
@@ -102,28 +102,18 @@ export async function recordMovement(
 
 /** Newest first. */
 export async function listMovements(
-  em: EntityManager,
+  db: Db,
   catalogId: string,
   externalSystem: string,
   externalId: string,
   page: { limit: number; cursor?: string },
 ): Promise<{ movements: MovementView[]; nextCursor: string | null }> {
-  const item = await findItem(em, catalogId, externalSystem, externalId);
-  const params: unknown[] = [item.id];
-  let after = '';
-  if (page.cursor) {
-    const key = decodeCursor(page.cursor);
-    after = 'AND (created_at, id) < (?::timestamptz, ?::uuid)';
-    params.push(key.at, key.id);
-  }
-  const rows = await em.execute<Array<MovementRow & { created_at_text: string }>>(
-    `SELECT id, quantity, reason, reference, ${isoTime('occurred_at')} AS occurred_at, ${isoTime('created_at')} AS created_at,
-       on_hand_after, created_at::text AS created_at_text
-     FROM stock_movements WHERE item_id = ? ${after} ORDER BY created_at DESC, id DESC LIMIT ?`,
-    [...params, page.limit + 1],
-  );
-  const more = rows.length > page.limit;
-  const pageRows = more ? rows.slice(0, page.limit) : rows;
-  const last = pageRows.at(-1);
-  return { movements: pageRows.map(view), nextCursor: more && last ? encodeCursor({ at: last.created_at_text, id: last.id }) : null };
+  const item = await findItem(db, catalogId, externalSystem, externalId);
+  const after = page.cursor ? sql`AND ${afterCursor(page.cursor, sql`created_at, id`, 'desc')}` : sql``;
+  const rows = await query<MovementRow & { created_at_text: string }>(db, sql`
+    SELECT id, quantity, reason, reference, ${sql.raw(isoTime('occurred_at'))} AS occurred_at,
+      ${sql.raw(isoTime('created_at'))} AS created_at, on_hand_after, created_at::text AS created_at_text
+    FROM stock_movements WHERE item_id = ${item.id} ${after} ORDER BY created_at DESC, id DESC LIMIT ${page.limit + 1}`);
+  const cut = keysetPage(rows, page.limit, (last) => encodeCursor({ at: last.created_at_text, id: last.id }));
+  return { movements: cut.rows.map(view), nextCursor: cut.nextCursor };
 }

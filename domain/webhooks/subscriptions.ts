@@ -1,11 +1,12 @@
-// Webhook subscriptions: create, read, change, delete, rotate the secret, resume after disabling.
-import type { EntityManager } from '@mikro-orm/postgresql';
+// The subscription store: every statement on webhooks (create, read, change, delete, rotate, disable, resume, notices).
 import type { EventSubscription, Webhook as WebhookView, WebhookCreated } from '../../generated/client.ts';
 import { Webhook } from '../../platform/db/entities/webhooks.ts';
+import { query } from '../../platform/db/sql.ts';
+import type { Db } from '../../platform/db/sql.ts';
 import { newId } from '../../platform/ids.ts';
 import { notFound, validationError } from '../../platform/errors.ts';
-import { decodeCursor, encodeCursor } from '../pagination.ts';
-import { DELIVERY_CHANNEL } from './delivery-queue.ts';
+import { decodeCursor, encodeCursor, keysetPage } from '../pagination.ts';
+import { resumePaused } from './delivery-store.ts';
 import { ROTATION_OVERLAP_MS, newSecret } from './signing.ts';
 import { checkTargetUrl } from './target-url.ts';
 import type { TargetRules } from './target-url.ts';
@@ -44,17 +45,17 @@ function checkEvents(events: readonly string[]): string[] {
 }
 
 /** The catalog's webhook, or a 404 (also for another catalog's webhook: ids do not leak across tenants). */
-export async function findWebhook(em: EntityManager, catalogId: string, id: string): Promise<Webhook> {
-  const webhook = await em.findOne(Webhook, { id, catalogId });
+export async function findWebhook(db: Db, catalogId: string, id: string): Promise<Webhook> {
+  const webhook = await db.findOne(Webhook, { id, catalogId });
   if (!webhook) throw notFound('Webhook');
   return webhook;
 }
 
-export async function createWebhook(em: EntityManager, rules: TargetRules, catalogId: string, input: WebhookInput): Promise<WebhookCreated> {
+export async function createWebhook(db: Db, rules: TargetRules, catalogId: string, input: WebhookInput): Promise<WebhookCreated> {
   const events = checkEvents(input.events);
   const url = await checkTargetUrl(input.url, rules);
   const now = new Date();
-  const webhook = em.create(Webhook, {
+  const webhook = db.create(Webhook, {
     id: newId(),
     catalogId,
     url,
@@ -71,12 +72,12 @@ export async function createWebhook(em: EntityManager, rules: TargetRules, catal
     createdAt: now,
     updatedAt: now,
   });
-  await em.flush();
+  await db.flush();
   return { ...webhookView(webhook), secret: webhook.secret };
 }
 
 export async function listWebhooks(
-  em: EntityManager,
+  db: Db,
   catalogId: string,
   page: { limit: number; cursor?: string | undefined },
 ): Promise<{ webhooks: WebhookView[]; nextCursor: string | null }> {
@@ -84,41 +85,36 @@ export async function listWebhooks(
   const where = after
     ? { catalogId, $or: [{ createdAt: { $gt: new Date(after.at) } }, { createdAt: new Date(after.at), id: { $gt: after.id } }] }
     : { catalogId };
-  const rows = await em.find(Webhook, where, { orderBy: { createdAt: 'asc', id: 'asc' }, limit: page.limit + 1 });
-  const more = rows.length > page.limit;
-  const shown = rows.slice(0, page.limit);
-  const last = shown.at(-1);
-  return {
-    webhooks: shown.map(webhookView),
-    nextCursor: more && last ? encodeCursor({ at: last.createdAt.toISOString(), id: last.id }) : null,
-  };
+  const rows = await db.find(Webhook, where, { orderBy: { createdAt: 'asc', id: 'asc' }, limit: page.limit + 1 });
+  const cut = keysetPage(rows, page.limit, (last) => encodeCursor({ at: last.createdAt.toISOString(), id: last.id }));
+  return { webhooks: cut.rows.map(webhookView), nextCursor: cut.nextCursor };
 }
 
-export async function updateWebhook(em: EntityManager, rules: TargetRules, catalogId: string, id: string, patch: WebhookPatch): Promise<WebhookView> {
-  const webhook = await findWebhook(em, catalogId, id);
+export async function updateWebhook(db: Db, rules: TargetRules, catalogId: string, id: string, patch: WebhookPatch): Promise<WebhookView> {
+  const webhook = await findWebhook(db, catalogId, id);
   if (patch.events !== undefined) webhook.events = checkEvents(patch.events);
   if (patch.url !== undefined) webhook.url = await checkTargetUrl(patch.url, rules);
   if (patch.description !== undefined) webhook.description = patch.description;
   webhook.updatedAt = new Date();
-  await em.flush();
+  await db.flush();
   return webhookView(webhook);
 }
 
 /** Deletes the webhook; its deliveries and their attempts go with it (ON DELETE CASCADE). */
-export async function deleteWebhook(em: EntityManager, catalogId: string, id: string): Promise<void> {
-  const deleted = await em.nativeDelete(Webhook, { id, catalogId });
+export async function deleteWebhook(db: Db, catalogId: string, id: string): Promise<void> {
+  const deleted = await db.nativeDelete(Webhook, { id, catalogId });
   if (deleted === 0) throw notFound('Webhook');
 }
 
 /** A new secret; the one it replaces keeps signing beside it for 24 h (two `v1=` entries). */
-export async function rotateSecret(em: EntityManager, catalogId: string, id: string): Promise<{ secret: string; previousSecretExpiresAt: string }> {
-  const webhook = await findWebhook(em, catalogId, id);
+export async function rotateSecret(db: Db, catalogId: string, id: string): Promise<{ secret: string; previousSecretExpiresAt: string }> {
+  const webhook = await findWebhook(db, catalogId, id);
   const now = new Date();
   webhook.previousSecret = webhook.secret;
   webhook.previousSecretExpiresAt = new Date(now.getTime() + ROTATION_OVERLAP_MS);
   webhook.secret = newSecret();
   webhook.updatedAt = now;
-  await em.flush();
+  await db.flush();
   return { secret: webhook.secret, previousSecretExpiresAt: webhook.previousSecretExpiresAt.toISOString() };
 }
 
@@ -126,8 +122,8 @@ export async function rotateSecret(em: EntityManager, catalogId: string, id: str
  * Active again with a zero counter; the deliveries paused while it was disabled become due now.
  * Resuming an active webhook changes nothing.
  */
-export async function resumeWebhook(em: EntityManager, catalogId: string, id: string): Promise<WebhookView> {
-  return em.transactional(async (tx) => {
+export async function resumeWebhook(db: Db, catalogId: string, id: string): Promise<WebhookView> {
+  return db.transactional(async (tx) => {
     const webhook = await findWebhook(tx, catalogId, id);
     if (webhook.status === 'active') return webhookView(webhook);
     webhook.status = 'active';
@@ -136,10 +132,74 @@ export async function resumeWebhook(em: EntityManager, catalogId: string, id: st
     webhook.disabledNoticeSentAt = null;
     webhook.updatedAt = new Date();
     await tx.flush();
-    await tx.execute(
-      `UPDATE webhook_deliveries SET next_attempt_at = now(), updated_at = now()
-        WHERE webhook_id = ? AND status = 'pending' AND next_attempt_at IS NULL`, [id]);
-    await tx.execute(`SELECT pg_notify(?, '')`, [DELIVERY_CHANNEL]);
+    await resumePaused(tx, id);
     return webhookView(webhook);
   });
+}
+
+/**
+ * The catalogs among `catalogIds` with an active webhook, in lower case (Postgres prints a uuid
+ * so; an event's text may not be).
+ */
+export async function catalogsWithActiveWebhooks(db: Db, catalogIds: readonly string[]): Promise<Set<string>> {
+  const rows = await query<{ catalog_id: string }>(db,
+    `SELECT DISTINCT catalog_id FROM webhooks WHERE catalog_id = ANY($1::uuid[]) AND status = 'active'`, [catalogIds]);
+  return new Set(rows.map((r) => r.catalog_id));
+}
+
+/**
+ * Applies each webhook's run of consecutive exhausted deliveries (`reset`: a success started it
+ * again at `add`) and disables the active ones whose count reaches `disableAfter`; returns those.
+ */
+export async function countExhausted(
+  db: Db, runs: ReadonlyMap<string, { reset: boolean; add: number }>, disableAfter: number,
+): Promise<string[]> {
+  const ids = [...runs.keys()];
+  const rows = await query<{ id: string; just_disabled: boolean }>(db,
+    `WITH v AS (SELECT * FROM unnest($1::uuid[], $2::boolean[], $3::int[]) AS v(id, reset, add))
+     UPDATE webhooks w
+        SET consecutive_failures = CASE WHEN v.reset THEN v.add ELSE w.consecutive_failures + v.add END,
+            status = CASE WHEN w.status = 'active' AND (CASE WHEN v.reset THEN v.add ELSE w.consecutive_failures + v.add END) >= $4
+                          THEN 'disabled' ELSE w.status END,
+            disabled_at = CASE WHEN w.status = 'active' AND (CASE WHEN v.reset THEN v.add ELSE w.consecutive_failures + v.add END) >= $4
+                               THEN now() ELSE w.disabled_at END,
+            updated_at = now()
+       FROM v
+      -- A success on a webhook whose counter is already 0 writes nothing.
+      WHERE w.id = v.id AND (v.add > 0 OR w.consecutive_failures <> 0)
+      RETURNING w.id, (w.status = 'disabled' AND w.disabled_at = now()) AS just_disabled`,
+    [ids, ids.map((id) => runs.get(id)!.reset), ids.map((id) => runs.get(id)!.add), disableAfter]);
+  return rows.filter((r) => r.just_disabled).map((r) => r.id);
+}
+
+export interface DisableNotice {
+  readonly webhookId: string;
+  readonly url: string;
+  readonly catalogId: string;
+  readonly catalogName: string;
+  readonly recipient: string;
+  readonly consecutiveFailures: number;
+  readonly disabledAt: Date;
+}
+
+/** Locks one disabled webhook whose owner was not told yet (inside the caller's transaction). */
+export async function lockPendingNotice(tx: Db): Promise<DisableNotice | undefined> {
+  const [row] = await query<{
+    id: string; url: string; catalog_id: string; catalog_name: string; recipient: string; consecutive_failures: number; disabled_at: string;
+  }>(tx,
+    `SELECT w.id, w.url, w.catalog_id, c.name AS catalog_name, coalesce(w.owner_email, c.owner_email) AS recipient,
+            w.consecutive_failures, w.disabled_at
+       FROM webhooks w JOIN catalogs c ON c.id = w.catalog_id
+      WHERE w.status = 'disabled' AND w.disabled_notice_sent_at IS NULL
+      ORDER BY w.disabled_at LIMIT 1
+      FOR UPDATE OF w SKIP LOCKED`);
+  if (!row) return undefined;
+  return {
+    webhookId: row.id, url: row.url, catalogId: row.catalog_id, catalogName: row.catalog_name,
+    recipient: row.recipient, consecutiveFailures: row.consecutive_failures, disabledAt: new Date(row.disabled_at),
+  };
+}
+
+export async function markNoticeSent(tx: Db, webhookId: string): Promise<void> {
+  await query(tx, 'UPDATE webhooks SET disabled_notice_sent_at = now() WHERE id = $1', [webhookId]);
 }

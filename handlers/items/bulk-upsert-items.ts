@@ -2,9 +2,11 @@
 import { upsertItems } from '../../domain/items/upsert.ts';
 import type { Handler } from '../../platform/http/types.ts';
 
-export const bulkUpsertItems: Handler = async ({ em, auth, body }) => {
+export const bulkUpsertItems: Handler = async ({ em, auth, body, services }) => {
   const { items } = body as { items: unknown[] };
-  const entries = await upsertItems(em, auth.catalogId, items, { pathPrefix: (index) => `items.${index}.` });
+  const entries = await upsertItems(em, auth.catalogId, items, {
+    pathPrefix: (index) => `items.${index}.`, mediaRefreshAgeHours: services.config.media.refreshAgeHours,
+  });
   const summary = { created: 0, updated: 0, unchanged: 0, failed: 0 };
   const results = entries.map((entry) => {
     if (entry.status === 'error') {

@@ -4,8 +4,8 @@ import { upsertOne } from '../../domain/items/single-upserts.ts';
 import { itemView } from '../../domain/items/view.ts';
 import type { Handler } from '../../platform/http/types.ts';
 
-export const upsertItem: Handler = async ({ em, auth, body }) => {
-  const entry = await upsertOne(em, auth.catalogId, body);
+export const upsertItem: Handler = async ({ em, auth, body, services }) => {
+  const entry = await upsertOne(em, auth.catalogId, body, { mediaRefreshAgeHours: services.config.media.refreshAgeHours });
   if (entry.status === 'error') throw entry.error;
   // The write returns the stored item; it is read back only after a lost race.
   const item = entry.stored ? itemView(entry.stored) : await getItem(em, auth.catalogId, entry.item.externalSystem, entry.item.externalId);

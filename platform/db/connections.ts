@@ -195,3 +195,31 @@ export function listenToChannel(options: ChannelListenerOptions): ChannelListene
     },
   };
 }
+
+/** A connection of its own (openSession): its statements, and its end. */
+export interface Session {
+  /** Runs a statement with `$1…$n` parameters on this session's connection. */
+  query<Row>(text: string, params?: readonly unknown[]): Promise<Row[]>;
+  /** Ends the connection, which releases whatever the session held. */
+  close(): Promise<void>;
+}
+
+/**
+ * A connection outside the pool, for what must last exactly as long as a session: a
+ * session-level advisory lock held across many transactions, which the server releases when the
+ * connection ends, a killed process's included. Its loss is logged (`what` names it), never
+ * thrown: the holder's own checks must cope with having lost what the session held.
+ */
+export async function openSession(databaseUrl: string, logger: Logger, what: string): Promise<Session> {
+  const client = watchClient(new pg.Client({ connectionString: databaseUrl }), logger, what);
+  try {
+    await client.connect();
+  } catch (error) {
+    await client.end().catch(() => undefined);
+    throw error;
+  }
+  return {
+    query: async <Row>(text: string, params: readonly unknown[] = []) => (await client.query(text, [...params])).rows as Row[],
+    close: () => client.end().catch(() => undefined),
+  };
+}

@@ -60,3 +60,13 @@ export class PreparingClient extends pg.Client {
       : super.query({ name, text, values });
   }
 }
+
+/**
+ * Runs a SELECT `sql` fragment and yields its rows, read `chunkSize` at a time through a
+ * server-side cursor: one statement and one snapshot, in flat memory whatever the result's size.
+ * Outside a transaction it holds a pooled connection until the rows are read or the loop ends.
+ */
+export async function* streamQuery<Row>(db: Db, statement: SqlFragment, chunkSize: number): AsyncGenerator<Row> {
+  const executor = (db.getTransactionContext<Transaction<unknown>>() ?? db.getConnection().getClient()) as Kysely<unknown>;
+  for await (const chunk of executor.getExecutor().stream<Row>(statement.compile(executor) as CompiledQuery<Row>, chunkSize)) yield* chunk.rows;
+}

@@ -6,7 +6,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { JOB_LOCK_SPACE } from '../../domain/imports/process.ts';
+import { JOB_LOCK_SPACE } from '../../domain/imports/job-store.ts';
 import * as api from '../../generated/client.ts';
 import { clientOptions, expectData } from '../helpers/client.ts';
 import { sqlClient } from '../helpers/database.ts';

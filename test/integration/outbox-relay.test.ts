@@ -39,11 +39,11 @@ function itemEvent(i: number, resourceId = `ext-${i}`) {
   return domainEvent({ type: 'item.created', catalogId: 'cat_test', resourceId, data: trickyData(i) });
 }
 
-/** The domain path: MikroORM `em.transactional` with `em.execute` (`?` placeholders). */
+/** The domain path: `writeOutbox` in a MikroORM `em.transactional`. */
 async function writeInTransaction(rows: OutboxRow[], rollback = false): Promise<void> {
   const fail = new Error('roll back on purpose');
   await orm.em.fork().transactional(async (em) => {
-    await writeOutbox((sql, params) => em.execute(sql, params), rows);
+    await writeOutbox(em, rows);
     if (rollback) throw fail;
   }).catch((error: unknown) => { if (error !== fail) throw error; });
 }
@@ -93,7 +93,7 @@ before(async () => {
   // Few connection retries: the outage test waits for the relay to give up once.
   kafka = await createKafkaClient(config, logger, { clientId: 'test-outbox-relay', retry: { retries: 2, initialRetryTime: 200, maxRetryTime: 1000 } });
   // A poll interval longer than any wait below: only NOTIFY can make the relay publish in time.
-  relay = createOutboxRelay({ databaseUrl, kafka, logger, pollIntervalMs: 120_000, maxBackoffMs: 2000 });
+  relay = createOutboxRelay({ orm, databaseUrl, kafka, logger, pollIntervalMs: 120_000, maxBackoffMs: 2000 });
   await relay.start();
 });
 
@@ -129,11 +129,9 @@ describe('outbox relay', () => {
     assert.deepEqual([...ext1], [committed[0]!.eventId, committed[2]!.eventId]);
   });
 
-  test('node-postgres callers write with $n placeholders and are published the same way', async () => {
+  test('a write outside a transaction commits on its own and is published the same way', async () => {
     const rows = [itemEvent(7), itemEvent(8)].map(eventRow);
-    await db.query('BEGIN');
-    await writeOutbox((sql, params) => db.query(sql, params), rows, { placeholders: 'dollar' });
-    await db.query('COMMIT');
+    await writeOutbox(orm.em.fork(), rows);
     await waitUntil('the relay to publish', async () => (await unsentCount()) === 0, 30_000);
     assertPublishedExactly(await readTopic(brokers, kafka.topic(TOPICS.events)), rows);
   });
@@ -141,7 +139,7 @@ describe('outbox relay', () => {
   test('while writers are busy the relay gathers several commits into one claim; an event written alone is published at once', async () => {
     // This test's own relay, with a linger long enough to see; the file's relay comes back after.
     await relay.stop();
-    const lingering = createOutboxRelay({ databaseUrl, kafka, logger, pollIntervalMs: 120_000, lingerMs: 3000, lingerAfterRows: 5 });
+    const lingering = createOutboxRelay({ orm, databaseUrl, kafka, logger, pollIntervalMs: 120_000, lingerMs: 3000, lingerAfterRows: 5 });
     await lingering.start();
     try {
       const alone = [itemEvent(501)].map(eventRow);
@@ -165,7 +163,7 @@ describe('outbox relay', () => {
       assertPublishedExactly(await readTopic(brokers, kafka.topic(TOPICS.events)), [...alone, ...first, ...more]);
     } finally {
       await lingering.stop();
-      relay = createOutboxRelay({ databaseUrl, kafka, logger, pollIntervalMs: 120_000, maxBackoffMs: 2000 });
+      relay = createOutboxRelay({ orm, databaseUrl, kafka, logger, pollIntervalMs: 120_000, maxBackoffMs: 2000 });
       await relay.start();
     }
   });

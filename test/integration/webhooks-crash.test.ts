@@ -5,7 +5,7 @@ import type { ChildProcess } from 'node:child_process';
 import { after, before, test } from 'node:test';
 import * as client from '../../generated/client.ts';
 import { domainEvent, eventRow, writeOutbox } from '../../domain/events/outbox.ts';
-import { LOST_ATTEMPT } from '../../domain/webhooks/delivery-queue.ts';
+import { LOST_ATTEMPT } from '../../domain/webhooks/delivery-store.ts';
 import { clientOptions } from '../helpers/client.ts';
 import { sqlClient } from '../helpers/database.ts';
 import { startTestService, testEnv } from '../helpers/service.ts';
@@ -80,7 +80,7 @@ test('SIGKILL mid-attempt: the lease expires, a new worker delivers, exactly one
   const first = await startConsumers('worker 1');
   const event = domainEvent({ type: 'item.created', catalogId: tenant.catalogId, resourceId: 'SKU-CRASH', data: {} });
   await service.service.orm.em.fork().transactional(async (em) => {
-    await writeOutbox((sql, params) => em.execute(sql, params), [eventRow(event)]);
+    await writeOutbox(em, [eventRow(event)]);
   });
   await receiver.waitFor('the held request', (r) => r.some((x) => x.path === '/held'), 60_000);
   first.kill('SIGKILL');

@@ -62,7 +62,7 @@ async function subscribe(tenant: Tenant, path: string, events: string[] = ['*'],
 async function emit(tenant: Tenant, type: EventType, resourceId: string, data: Record<string, unknown> = {}) {
   const event = domainEvent({ type, catalogId: tenant.catalogId, resourceId, data });
   await service.service.orm.em.fork().transactional(async (em) => {
-    await writeOutbox((sql, params) => em.execute(sql, params), [eventRow(event)]);
+    await writeOutbox(em, [eventRow(event)]);
   });
   return event;
 }
@@ -198,8 +198,9 @@ describe('delivery', () => {
     try {
       // Due in a minute: nothing is attempted while the rows are checked.
       const options = { firstDelayMs: 60_000, leaseSlots: 0, leaseMs: 30_000, leaseToken: crypto.randomUUID() };
-      assert.equal((await createDeliveries(pool, events, options)).created, 1);
-      assert.equal((await createDeliveries(pool, [fanOutEvent(carol, 'C-3')], options)).created, 0);
+      const db = service.service.orm.em.fork();
+      assert.equal((await createDeliveries(db, events, options)).created, 1);
+      assert.equal((await createDeliveries(db, [fanOutEvent(carol, 'C-3')], options)).created, 0);
       const { rows } = await pool.query<{ webhook_id: string; catalog_id: string; event_id: string; payload: string }>(
         'SELECT webhook_id, catalog_id, event_id, payload FROM webhook_deliveries WHERE catalog_id = ANY($1::uuid[]) AND event_type = $2',
         [[carol.catalogId, dave.catalogId], 'item.deleted']);

@@ -2,11 +2,11 @@
 import { ApiKey, Catalog, IdempotencyKey, RateLimit } from './catalogs.ts';
 import { ImportError, ImportJob } from './imports.ts';
 import { Brand, Category, Item, MediaAsset, StockMovement } from './items.ts';
-import { OutboxMessage, Webhook, WebhookAttempt, WebhookDelivery } from './webhooks.ts';
+import { Webhook } from './webhooks.ts';
 
 export const entities = [
   Catalog, ApiKey, RateLimit, IdempotencyKey,
   Category, Brand, Item, MediaAsset, StockMovement,
   ImportJob, ImportError,
-  Webhook, WebhookDelivery, WebhookAttempt, OutboxMessage,
+  Webhook,
 ];

@@ -1,26 +1,19 @@
-// The local driver's signed upload address (contract: uploadImportFile), served outside the API prefix without an API key.
+// PUT to the local driver's signed upload address (contract: uploadImportFile), served outside the API prefix without an API key.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Transform } from 'node:stream';
 import type { TransformCallback } from 'node:stream';
+import { jobForUpload, markUploaded } from '../../domain/imports/job-store.ts';
 import { IMPORT_CONTENT_TYPE } from '../../domain/imports/jobs.ts';
-import { mediaType } from '../http/body.ts';
-import { httpError } from '../http/errors.ts';
-import type { RequestRecord } from '../http/api-pipeline.ts';
-import { sendError, sendJson } from '../http/respond.ts';
-import type { Services } from '../http/types.ts';
-import { UPLOAD_ROUTE } from './local.ts';
-import type { LocalStorage } from './local.ts';
-import { isSafePath } from './storage.ts';
+import { mediaType } from '../../platform/http/body.ts';
+import { httpError } from '../../platform/http/errors.ts';
+import type { RequestRecord } from '../../platform/http/api-pipeline.ts';
+import { sendError, sendJson } from '../../platform/http/respond.ts';
+import type { Services } from '../../platform/http/types.ts';
+import { UPLOAD_ROUTE } from '../../platform/storage/local.ts';
+import type { LocalStorage } from '../../platform/storage/local.ts';
+import { isSafePath } from '../../platform/storage/storage.ts';
 
 type ExtraRoute = (req: IncomingMessage, res: ServerResponse, url: URL, requestId: string, record: RequestRecord) => Promise<boolean>;
-
-interface JobRow {
-  id: string;
-  catalog_id: string;
-  status: string;
-  file_size_bytes: string;
-  uploaded_at: string | null;
-}
 
 class BodyTooLarge extends Error {}
 
@@ -81,8 +74,8 @@ export function uploadRoute(services: Services): ExtraRoute {
         refuse(httpError('unsupported_media_type', `The file must be sent as Content-Type: ${IMPORT_CONTENT_TYPE}.`));
         return true;
       }
-      const em = services.orm.em.fork();
-      const [job] = await em.execute<JobRow[]>('SELECT id, catalog_id, status, file_size_bytes, uploaded_at FROM import_jobs WHERE storage_path = ?', [path]);
+      const db = services.orm.em.fork();
+      const job = await jobForUpload(db, path);
       if (!job) {
         refuse(httpError('not_found', 'No import job has this storage path.'));
         return true;
@@ -118,11 +111,7 @@ export function uploadRoute(services: Services): ExtraRoute {
         req.off('close', closed);
       }
       // One upload per job: the first to record itself wins; the file only lands once it has.
-      const [marked] = await em.execute<Array<{ id: string }>>(
-        `UPDATE import_jobs SET uploaded_at = now(), updated_at = now() WHERE id = ? AND status = 'awaiting_upload' AND uploaded_at IS NULL RETURNING id`,
-        [job.id],
-      );
-      if (!marked) {
+      if (!(await markUploaded(db, job.id))) {
         await received.discard();
         refuse(httpError('conflict', 'a file was already uploaded for this job'));
         return true;

@@ -1,0 +1,149 @@
+// The commit of an import batch: its lines through the item write, with their line errors, counters and resume cursor, atomically.
+import type { Db } from '../../platform/db/sql.ts';
+import type { Logger } from '../../platform/log/logger.ts';
+import { RecordRefused, WriteFailed, writeImportBatch, writesInOneStatement } from '../items/import-write.ts';
+import { itemsByFingerprint } from '../items/store.ts';
+import type { UpsertEntry } from '../items/upsert.ts';
+import { BATCH_LINES, linesToUpsert, outcomeOf, partOf, positionsIn } from './batch-pipeline.ts';
+import type { BatchTurn, LinesToUpsert, PreparedBatch } from './batch-pipeline.ts';
+import { batchRecordRider, recordBatch } from './job-store.ts';
+import type { BatchCounts, BatchPlace } from './job-store.ts';
+import type { FileLine } from './line-reader.ts';
+import type { LineError } from './lines.ts';
+
+/** The run stops: the job was cancelled, or another processor moved its cursor (this one lost its lock). */
+export class JobStopped extends Error {}
+
+/** What a run's batches commit against. */
+export interface BatchJob {
+  /** A fresh entity manager, for a statement or a transaction of its own. */
+  readonly db: () => Db;
+  readonly jobId: string;
+  readonly catalogId: string;
+  readonly dryRun: boolean;
+  readonly mediaRefreshAgeHours: number;
+  readonly logger: Logger;
+  /** The resume line this run last recorded; moves on as its batches commit. */
+  readonly cursor: { line: number };
+}
+
+const placeOf = (job: BatchJob, last: FileLine): BatchPlace =>
+  ({ jobId: job.jobId, fromLine: job.cursor.line, lastLine: last.lineNumber, endOffset: last.endOffset });
+
+/**
+ * Commits lines read, at most BATCH_LINES to a transaction: the lines' upserts, their line
+ * errors, the counters and the resume cursor. The counters apply only while the job is still
+ * processing and its cursor is where this run left it; otherwise the transaction rolls back
+ * and the run stops (JobStopped). Lines already stored write nothing but counters: a run of
+ * them (up to KNOWN_RUN_LINES) is recorded by one statement, which is its transaction.
+ * `knownLines` are the lines found stored already (itemsByFingerprint) before any of these was
+ * committed; they hold until a transaction writes items, and the parts after it are looked up
+ * again. Returns how many lines proved unchanged, by their fingerprint or by the upsert.
+ */
+export async function commitBatch(job: BatchJob, batch: PreparedBatch, knownLines: Promise<ReadonlyMap<number, string>>, turn: BatchTurn): Promise<number> {
+  // Looked up outside any transaction (read committed, it would see no more inside one), once
+  // no earlier batch could still change an item.
+  let known: ReadonlyMap<number, string> | undefined = await knownLines;
+  let unchanged = 0;
+  // The lines proved stored and not recorded yet: how many, and the last of them.
+  let knownRun = { lines: 0, last: undefined as FileLine | undefined };
+  for (let start = 0; start < batch.lines.length; start += BATCH_LINES) {
+    const part = partOf(batch, start);
+    const partKnown = known === undefined ? await itemsByFingerprint(job.db(), job.catalogId, part.fingerprints)
+      : part === batch ? known : positionsIn(known, start, part.lines.length);
+    if (partKnown.size === part.lines.length) {
+      unchanged += part.lines.length;
+      knownRun = { lines: knownRun.lines + part.lines.length, last: part.lines.at(-1) };
+      continue;
+    }
+    if (knownRun.last) await recordKnown(job, knownRun.lines, knownRun.last);
+    knownRun = { lines: 0, last: undefined };
+    unchanged += await commitLines(job, part, partKnown, turn);
+    known = undefined;
+  }
+  if (knownRun.last) await recordKnown(job, knownRun.lines, knownRun.last);
+  return unchanged;
+}
+
+/** `lines` lines all proved stored, ending with `last`: their counters and cursor, one statement. */
+async function recordKnown(job: BatchJob, lines: number, last: FileLine): Promise<void> {
+  await record(job.db(), job, last, { processed: lines, succeeded: 0, failed: 0, unchanged: lines, created: 0, updated: 0 }, []);
+  job.cursor.line = last.lineNumber;
+}
+
+/** The batch's record in `db`'s transaction; JobStopped, rolling the batch back, when the gate refuses. */
+async function record(db: Db, job: BatchJob, last: FileLine, counts: BatchCounts, errors: readonly LineError[]): Promise<void> {
+  if (!(await recordBatch(db, placeOf(job, last), counts, errors, job.dryRun))) throw new JobStopped();
+}
+
+/**
+ * One transaction: the lines that are not all stored already, through the item write. Written
+ * as one statement with its record when the items allow it, otherwise without savepoints;
+ * should a write fail in the database (rare: a constraint, a concurrent writer), it rolls back
+ * and the lines go through again in a transaction, each item's write isolated. Returns how many
+ * lines proved unchanged.
+ */
+async function commitLines(job: BatchJob, part: PreparedBatch, known: ReadonlyMap<number, string>, turn: BatchTurn): Promise<number> {
+  try {
+    return await commitLinesOnce(job, part, known, turn, false);
+  } catch (error) {
+    if (!(error instanceof WriteFailed)) throw error;
+    job.logger.debug({ jobId: job.jobId, err: error.cause }, 'import batch rolled back after a database error; writing it item by item');
+    return commitLinesOnce(job, part, known, turn, true);
+  }
+}
+
+async function commitLinesOnce(job: BatchJob, part: PreparedBatch, known: ReadonlyMap<number, string>, turn: BatchTurn, isolateFailures: boolean): Promise<number> {
+  const lines = linesToUpsert(part, known);
+  if (!isolateFailures && !job.dryRun && writesInOneStatement(lines.items)) return commitInOneStatement(job, part, lines, turn);
+  const last = part.lines.at(-1)!;
+  const counts = await job.db().transactional(async (tx) => {
+    const entries = lines.valueLines.length > 0
+      ? await writeImportBatch(tx, job.catalogId, lines.items, {
+        mediaRefreshAgeHours: job.mediaRefreshAgeHours, dryRun: job.dryRun, isolateFailures, waitTurn: turn.beforeWrite,
+      }) : [];
+    turn.wrote();
+    const outcome = outcomeOf(part, lines, entries);
+    await turn.aheadCommitted;
+    await record(tx, job, last, outcome.counts, outcome.batchErrors);
+    return outcome.counts;
+  });
+  job.cursor.line = last.lineNumber;
+  return counts.unchanged;
+}
+
+/**
+ * The batch as one statement, which is its transaction: the items' write carries the batch's
+ * line errors, counters and cursor (batchRecordRider), so the batch sends no BEGIN, COMMIT or
+ * counters statement of its own. The record's gate is recordBatch's condition: when the job was
+ * cancelled meanwhile or another processor moved the cursor, the statement writes nothing. A
+ * batch that writes no item records its counters alone, one statement too.
+ */
+async function commitInOneStatement(job: BatchJob, part: PreparedBatch, lines: LinesToUpsert, turn: BatchTurn): Promise<number> {
+  const last = part.lines.at(-1)!;
+  const db = job.db();
+  let recorded = false;
+  const riding = (decided: readonly UpsertEntry[], writing: number) => {
+    recorded = true;
+    const known = outcomeOf(part, lines, [...lines.items.entries.filter((entry) => entry !== undefined), ...decided]);
+    return batchRecordRider(placeOf(job, last), known.counts, known.batchErrors, writing);
+  };
+  let entries: UpsertEntry[] = [];
+  try {
+    if (lines.valueLines.length > 0) {
+      entries = await writeImportBatch(db, job.catalogId, lines.items, {
+        mediaRefreshAgeHours: job.mediaRefreshAgeHours, dryRun: false, waitTurn: turn.beforeRecordedWrite, record: riding,
+      });
+    }
+  } catch (error) {
+    throw error instanceof RecordRefused ? new JobStopped() : error;
+  }
+  turn.wrote();
+  const { counts, batchErrors } = outcomeOf(part, lines, entries);
+  if (!recorded) {
+    await turn.aheadCommitted;
+    await record(db, job, last, counts, batchErrors);
+  }
+  job.cursor.line = last.lineNumber;
+  return counts.unchanged;
+}

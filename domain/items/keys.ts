@@ -1,0 +1,7 @@
+// How items, categories and brands are told apart within a catalog: identity keys and name keys.
+
+/** An item's identity within its catalog: its external system and external id. */
+export const identityKey = (externalSystem: string, externalId: string) => `${externalSystem}\u0000${externalId}`;
+
+/** Categories and brands match per catalog on the trimmed name, case-insensitively (DESIGN §4). */
+export const nameKey = (name: string) => name.toLowerCase();

@@ -1,0 +1,197 @@
+// The items store, the write: items, their new categories and brands and their events, one statement per batch.
+import { prepared, query, sql } from '../../platform/db/sql.ts';
+import type { Db, SqlFragment } from '../../platform/db/sql.ts';
+import { newId } from '../../platform/ids.ts';
+import { TOPICS } from '../../platform/kafka/topics.ts';
+import { OUTBOX_CHANNEL } from '../events/outbox.ts';
+import { nameKey } from './keys.ts';
+import type { NormalizedItem } from './payload.ts';
+import { itemColumns } from './view.ts';
+import type { ItemRow } from './view.ts';
+
+export interface WriteCandidate {
+  /** Pre-generated UUIDv7, used when the row is created. */
+  id: string;
+  item: NormalizedItem;
+  /** Hex fingerprint of the import line (domain/imports/fingerprint.ts); absent for API writes. */
+  fingerprint?: string;
+}
+
+/** An item the write created or updated. */
+export interface WrittenRow {
+  id: string;
+  external_system: string;
+  external_id: string;
+  /** true: created; false: updated. */
+  inserted: boolean;
+}
+
+/** A written item as the write returns it when asked for the stored items. */
+export type StoredRow = ItemRow & WrittenRow;
+
+export interface NewName {
+  id: string;
+  name: string;
+  key: string;
+}
+
+export interface Names {
+  categories: Map<string, string>;
+  brands: Map<string, string>;
+  newCategories: NewName[];
+  newBrands: NewName[];
+}
+
+/**
+ * A record that commits with the write, in its statement (an import batch's line errors,
+ * counters and cursor), each part a `sql` fragment with its own parameters. The write is gated:
+ * without a row from `gate` the statement writes nothing, neither items nor names nor events.
+ */
+export interface WriteRider {
+  /** A query; the statement's first CTE, named `gate`. */
+  readonly gate: SqlFragment;
+  /** CTE definitions (`name AS (…), …`) after the write's own; they may read `gate` and `written` (the rows written). */
+  readonly ctes: SqlFragment;
+  /** An expression that counts the rows proving the record applied, e.g. `(SELECT count(*) FROM recorded)`. */
+  readonly applied: SqlFragment;
+}
+
+// The write's input: a JSON array of rows, each an array of these columns in this order
+// (writeInput). Positions, not keys: Postgres parses the whole input once into jsonb and reads
+// each value by its index, where json_to_recordset builds a hash table of every row's keys and
+// parses the jsonb columns again. A JSON null is SQL NULL in every column (`->>` gives it for
+// the others; nullif for the jsonb ones).
+const INPUT_COLUMNS = [
+  ['ord', 'int'], ['id', 'uuid'], ['ev', 'uuid'], ['at', 'text'], ['s', 'text'], ['e', 'text'], ['sku', 'text'],
+  ['name', 'text'], ['description', 'text'], ['price', 'numeric'], ['cost', 'numeric'], ['weight', 'numeric'],
+  ['gtin13', 'text'], ['ncm', 'text'], ['ck', 'text'], ['cid', 'uuid'], ['bk', 'text'], ['bid', 'uuid'],
+  ['tags', 'jsonb'], ['metadata', 'jsonb'], ['media', 'jsonb'], ['ts', 'boolean'], ['h', 'text'], ['f', 'text'],
+] as const;
+
+const INPUT_SELECT = sql.raw(INPUT_COLUMNS.map(([name, type], i) =>
+  (type === 'jsonb' ? `nullif(r->${i}, 'null')` : `(r->>${i})::${type}`) + ` AS ${name}`).join(', '));
+
+// A name by id: one made by this statement is not visible in the table yet. Subqueries, not
+// joins, so each is an index probe whatever the planner thinks of the table's size.
+const storedName = (table: string, created: string, id: string) =>
+  `coalesce((SELECT n.name FROM ${created} n WHERE n.id = ${id}), (SELECT t.name FROM ${table} t WHERE t.id = ${id}))`;
+
+const RETURN_STORED = sql.raw(`SELECT i.inserted, ${itemColumns(storedName('categories', 'new_categories', 'i.category_id'),
+  storedName('brands', 'new_brands', 'i.brand_id'))}
+    FROM written i, (SELECT count(*) FROM notified) AS n`);
+const RETURN_KEYS = sql.raw('SELECT w.id, w.external_system, w.external_id, w.inserted');
+const AFTER_NOTIFY = sql.raw('FROM written w, (SELECT count(*) FROM notified) AS n');
+
+/**
+ * The write of `input`; its text depends only on `stored` and the rider's parts, so it runs as a
+ * named prepared statement. See writeItems.
+ */
+function writeStatement(catalogId: string, input: WriteInput, stored: boolean, rider?: WriteRider): SqlFragment {
+  const catalog = sql`${catalogId}::uuid`;
+  const gated = rider ? sql`WHERE EXISTS (SELECT FROM gate)` : sql``;
+  return prepared(sql`
+    WITH ${rider ? sql`gate AS (${rider.gate}), ` : sql``}new_categories AS (
+      INSERT INTO categories AS c (id, catalog_id, name, name_key)
+      SELECT n.id, ${catalog}, n.name, n.key
+      FROM jsonb_to_recordset(${JSON.stringify(input.names.newCategories)}::jsonb) AS n(id uuid, name text, key text) ${gated}
+      ON CONFLICT (catalog_id, name_key) DO UPDATE SET name_key = excluded.name_key
+      RETURNING c.id, c.name_key, c.name
+    ), new_brands AS (
+      INSERT INTO brands AS b (id, catalog_id, name, name_key)
+      SELECT n.id, ${catalog}, n.name, n.key
+      FROM jsonb_to_recordset(${JSON.stringify(input.names.newBrands)}::jsonb) AS n(id uuid, name text, key text) ${gated}
+      ON CONFLICT (catalog_id, name_key) DO UPDATE SET name_key = excluded.name_key
+      RETURNING b.id, b.name_key, b.name
+    ), input AS (
+      SELECT ${INPUT_SELECT} FROM jsonb_array_elements(${input.rows}::jsonb) AS r
+    ), written AS (
+      INSERT INTO items AS i (id, catalog_id, external_system, external_id, sku, name, description, price, cost,
+        weight, gtin13, ncm, category_id, brand_id, tags, metadata, media, track_stock, content_hash, import_fingerprint)
+      SELECT x.id, ${catalog}, x.s, x.e, x.sku, x.name, x.description, x.price, x.cost, x.weight, x.gtin13, x.ncm,
+        coalesce(x.cid, (SELECT n.id FROM new_categories n WHERE n.name_key = x.ck)),
+        coalesce(x.bid, (SELECT n.id FROM new_brands n WHERE n.name_key = x.bk)),
+        ARRAY(SELECT jsonb_array_elements_text(x.tags)), x.metadata, x.media, x.ts, x.h, decode(x.f, 'hex')
+      FROM input x ${gated}
+      ORDER BY x.ord
+      ON CONFLICT (catalog_id, external_system, external_id) DO UPDATE SET
+        sku = excluded.sku, name = excluded.name, description = excluded.description, price = excluded.price,
+        cost = excluded.cost, weight = excluded.weight, gtin13 = excluded.gtin13, ncm = excluded.ncm,
+        category_id = excluded.category_id, brand_id = excluded.brand_id, tags = excluded.tags,
+        metadata = excluded.metadata, media = excluded.media, track_stock = excluded.track_stock,
+        content_hash = excluded.content_hash, import_fingerprint = excluded.import_fingerprint, updated_at = now()
+        WHERE i.content_hash <> excluded.content_hash
+      RETURNING i.*, (i.xmax = 0) AS inserted
+    ), events AS (
+      INSERT INTO outbox (event_id, topic, key, payload, headers)
+      SELECT x.ev, ${TOPICS.events}::text, x.e,
+        '{"id":' || to_json(x.ev::text)::text
+        || ',"type":' || CASE WHEN w.inserted THEN '"item.created"' ELSE '"item.updated"' END
+        || ',"catalogId":' || to_json(${catalogId}::text)::text || ',"resourceId":' || to_json(x.e)::text
+        || ',"createdAt":' || to_json(x.at)::text
+        || ',"data":{"externalId":' || to_json(x.e)::text || ',"externalSystem":' || to_json(x.s)::text
+        || ',"serviceId":' || to_json(w.id::text)::text || ',"sku":' || coalesce(to_json(x.sku)::text, 'null')
+        || CASE WHEN w.inserted THEN '' ELSE ',"contentHash":' || to_json(x.h)::text END || '}}',
+        jsonb_build_object('event-type', CASE WHEN w.inserted THEN 'item.created' ELSE 'item.updated' END)
+      FROM written w JOIN input x ON x.s = w.external_system AND x.e = w.external_id
+      RETURNING 1
+    ), notified AS (
+      SELECT pg_notify(${OUTBOX_CHANNEL}::text, '') FROM (SELECT 1 FROM events LIMIT 1) AS any_event
+    )${rider ? sql`, ${rider.ctes}` : sql``}
+    ${stored ? RETURN_STORED : rider ? sql`${RETURN_KEYS}, NULL::bigint AS applied ${AFTER_NOTIFY}
+    UNION ALL SELECT NULL, NULL, NULL, NULL, ${rider.applied}` : sql`${RETURN_KEYS} ${AFTER_NOTIFY}`}`);
+}
+
+/**
+ * One statement, atomic on its own, so a batch costs a single round trip:
+ * 1. creates the missing categories and brands (ON CONFLICT DO UPDATE so a name a concurrent
+ *    request created meanwhile still returns its id: exactly one row per name);
+ * 2. inserts or updates the items; the update applies only when the hash differs, so a row
+ *    that became equal meanwhile is not rewritten (and not returned);
+ * 3. appends item.created / item.updated to the outbox for exactly the rows written, deciding
+ *    the type and serviceId from what the database did, not from the earlier lookup, so a
+ *    concurrent writer cannot make an event lie; and wakes the relay.
+ * The event text is assembled here in the same key order and escaping as domainEvent's
+ * JSON.stringify (to_json escapes like JSON.stringify for these strings).
+ * With `stored`, each row returned is the written item's StoredRow, with the names as stored (a
+ * category first spelled otherwise keeps that spelling).
+ */
+export async function writeItems(db: Db, catalogId: string, input: WriteInput, stored: boolean): Promise<WrittenRow[]> {
+  return query<WrittenRow>(db, writeStatement(catalogId, input, stored));
+}
+
+/**
+ * writeItems with a rider, one statement: its rows, and whether the rider applied. When it did
+ * not (no row from its gate), nothing was written.
+ */
+export async function writeItemsWithRider(db: Db, catalogId: string, input: WriteInput, rider: WriteRider): Promise<{ rows: WrittenRow[]; applied: boolean }> {
+  const rows = await query<WrittenRow & { applied: string | null }>(db, writeStatement(catalogId, input, false, rider));
+  // One row is the rider's: it alone has `applied` (a count); the others are the rows written.
+  const trailer = rows.find((row) => row.applied !== null);
+  return { rows: rows.filter((row) => row !== trailer), applied: Number(trailer?.applied ?? 0) > 0 };
+}
+
+/** What writeItems sends: built apart, so a caller can build it while it waits for its turn to write. */
+export interface WriteInput {
+  readonly names: Names;
+  /** The rows, as the statement's JSON input: an array of arrays in INPUT_COLUMNS order. */
+  readonly rows: string;
+}
+
+/** The write statement's input for `candidates`: ids for their events, and the ids of the names known. */
+export function writeInput(candidates: readonly WriteCandidate[], names: Names): WriteInput {
+  const now = new Date().toISOString();
+  const rows = JSON.stringify(candidates.map(({ id, item, fingerprint }, ord) => {
+    const categoryKey = item.category ? nameKey(item.category.name) : null;
+    const brandKey = item.brand ? nameKey(item.brand.name) : null;
+    // INPUT_COLUMNS, in its order.
+    return [
+      ord, id, newId(), now, item.externalSystem, item.externalId, item.sku,
+      item.name, item.description, item.price, item.cost, item.weight,
+      item.gtin13, item.ncm, categoryKey, categoryKey === null ? null : names.categories.get(categoryKey) ?? null,
+      brandKey, brandKey === null ? null : names.brands.get(brandKey) ?? null,
+      item.tags, item.metadata, item.media.map((m) => ({ url: m.url, role: m.role, sortOrder: m.sortOrder, sourceUrlHash: m.sourceUrlHash })),
+      item.trackStock, item.contentHash, fingerprint ?? null,
+    ];
+  }));
+  return { names, rows };
+}

@@ -1,0 +1,294 @@
+// The delivery store: every statement on webhook_deliveries and webhook_attempts (schedule, claims, settlements, the log).
+//
+// Raw SQL on purpose: the schedule's statements run once per batch on the hot path and lean on
+// unnest arrays, FOR UPDATE SKIP LOCKED and data-modifying CTEs that an ORM would split up.
+import type { DeliveryAttempt, DeliveryStatus, EventType, WebhookDelivery } from '../../generated/client.ts';
+import { query, sql } from '../../platform/db/sql.ts';
+import type { Db } from '../../platform/db/sql.ts';
+import { afterCursor, encodeCursor, keysetPage } from '../pagination.ts';
+import type { AttemptOutcome } from './send-delivery.ts';
+
+/** Channel the dispatcher LISTENs on: a delivery became due now. */
+export const DELIVERY_CHANNEL = 'webhook_deliveries';
+/** What an attempt whose worker died shows in the log. */
+export const LOST_ATTEMPT = 'no outcome: the worker stopped during the attempt';
+
+/** A delivery leased to this worker, with what it needs to sign and send it. */
+export interface ClaimedDelivery {
+  readonly id: string;
+  readonly webhookId: string;
+  readonly eventId: string;
+  readonly eventType: string;
+  readonly payload: string;
+  /** Including the attempt just claimed. */
+  readonly attemptCount: number;
+  readonly leaseToken: string;
+  readonly url: string;
+  readonly secret: string;
+  readonly previousSecret: string | null;
+  readonly previousSecretExpiresAt: Date | null;
+}
+
+// MikroORM's pool hands timestamps over as the server's text, not as Dates.
+type Timestamp = Date | string;
+const toDate = (value: Timestamp): Date => (value instanceof Date ? value : new Date(value));
+const iso = (value: Timestamp): string => toDate(value).toISOString();
+
+interface TargetRow { url: string; secret: string; previous_secret: string | null; previous_secret_expires_at: Timestamp | null }
+
+const target = (row: TargetRow) => ({
+  url: row.url, secret: row.secret, previousSecret: row.previous_secret,
+  previousSecretExpiresAt: row.previous_secret_expires_at === null ? null : toDate(row.previous_secret_expires_at),
+});
+
+/** Wakes every dispatcher (delivered at commit when called in a transaction). */
+export async function notifyDue(db: Db): Promise<void> {
+  await query(db, 'SELECT pg_notify($1, $2)', [DELIVERY_CHANNEL, '']);
+}
+
+export interface NewDeliveries {
+  readonly events: ReadonlyArray<{ id: string; catalogId: string; type: string; createdAt: string; payload: string }>;
+  /** How many of the new rows are born leased (attempt 1) with `leaseToken`, due again after `leaseMs`. */
+  readonly leased: number;
+  readonly leaseToken: string;
+  readonly leaseMs: number;
+  readonly firstDelayMs: number;
+}
+
+/**
+ * One delivery per active webhook of the event's own catalog that subscribes to its type (or
+ * `*`) and existed when the event happened; a re-read event creates nothing twice (the
+ * (webhook, event) pair is unique). Returns the rows created, the leased ones with their target.
+ */
+export async function insertDeliveries(db: Db, batch: NewDeliveries): Promise<{ created: number; leased: ClaimedDelivery[] }> {
+  const { events } = batch;
+  const rows = await query<TargetRow & { id: string; webhook_id: string; event_id: string; leased: boolean }>(db,
+    `WITH e AS (
+       SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::timestamptz[]) WITH ORDINALITY
+         AS e(event_id, catalog_id, event_type, created_at, ord)),
+     matched AS (
+       SELECT w.id AS webhook_id, w.catalog_id, e.event_id, e.event_type, e.ord,
+              row_number() OVER (ORDER BY e.ord, w.id) <= $6::int AS leased
+         FROM e JOIN webhooks w ON w.catalog_id = e.catalog_id AND w.status = 'active' AND w.created_at <= e.created_at
+                 AND (w.events @> ARRAY['*'] OR w.events @> ARRAY[e.event_type])),
+     created AS (
+       INSERT INTO webhook_deliveries (id, webhook_id, catalog_id, event_id, event_type, payload, status, attempt_count, lease_token, next_attempt_at)
+       SELECT gen_random_uuid(), m.webhook_id, m.catalog_id, m.event_id, m.event_type, ($5::text[])[m.ord::int], 'pending',
+              CASE WHEN m.leased THEN 1 ELSE 0 END,
+              CASE WHEN m.leased THEN $7::uuid END,
+              now() + CASE WHEN m.leased THEN $8::int ELSE $9::int END * interval '1 millisecond'
+         FROM matched m
+       ON CONFLICT (webhook_id, event_id) DO NOTHING
+       RETURNING id, webhook_id, event_id, lease_token IS NOT NULL AS leased)
+     SELECT c.id, c.webhook_id, c.event_id, c.leased, w.url, w.secret, w.previous_secret, w.previous_secret_expires_at
+       FROM created c JOIN webhooks w ON w.id = c.webhook_id`,
+    [events.map((e) => e.id), events.map((e) => e.catalogId), events.map((e) => e.type), events.map((e) => e.createdAt),
+      events.map((e) => e.payload), batch.leased, batch.leaseToken, batch.leaseMs, batch.firstDelayMs]);
+  const byId = new Map(events.map((e) => [e.id, e]));
+  const leased = rows.filter((r) => r.leased).map((r): ClaimedDelivery => {
+    const event = byId.get(r.event_id)!;
+    return {
+      id: r.id, webhookId: r.webhook_id, eventId: event.id, eventType: event.type, payload: event.payload,
+      attemptCount: 1, leaseToken: batch.leaseToken, ...target(r),
+    };
+  });
+  return { created: rows.length, leased };
+}
+
+/**
+ * Claims up to `limit` due deliveries of active webhooks. Each gets a lease: next_attempt_at moves
+ * to the lease's end, so a worker that dies mid-attempt leaves a row that simply falls due again;
+ * the next claim finds the old lease token and logs that attempt as lost.
+ */
+export async function claimDue(
+  db: Db, options: { limit: number; leaseMs: number; leaseToken: string; skipWebhooks: readonly string[] },
+): Promise<ClaimedDelivery[]> {
+  const rows = await query<TargetRow & { id: string; webhook_id: string; event_id: string; event_type: string; payload: string; attempt_count: number }>(db,
+    // Walks the due index in order and stops at the limit: no condition on another table here,
+    // or the planner joins first and sorts every due row.
+    `WITH due AS (
+       SELECT d.id, d.webhook_id, d.lease_token IS NOT NULL AS lost, d.next_attempt_at AS lease_end FROM webhook_deliveries d
+        WHERE d.status = 'pending' AND d.next_attempt_at <= now()
+          AND NOT (d.webhook_id = ANY($2::uuid[]))
+        ORDER BY d.next_attempt_at
+        LIMIT $1
+        FOR UPDATE OF d SKIP LOCKED),
+     target AS (
+       SELECT due.*, w.status = 'active' AS active FROM due JOIN webhooks w ON w.id = due.webhook_id),
+     -- A delivery of a webhook disabled in a race with its scheduling pauses instead (until resumed).
+     paused AS (
+       UPDATE webhook_deliveries d SET next_attempt_at = NULL, lease_token = NULL, updated_at = now()
+         FROM target t WHERE d.id = t.id AND NOT t.active),
+     claimed AS (
+       UPDATE webhook_deliveries d
+          SET attempt_count = d.attempt_count + 1, lease_token = $3,
+              next_attempt_at = now() + $4 * interval '1 millisecond', updated_at = now()
+         FROM target t WHERE d.id = t.id AND t.active
+       RETURNING d.id, d.webhook_id, d.event_id, d.event_type, d.payload, d.attempt_count),
+     lost AS (
+       INSERT INTO webhook_attempts (delivery_id, attempt_number, started_at, duration_ms, error)
+       SELECT c.id, c.attempt_count - 1, t.lease_end - $4 * interval '1 millisecond', 0, $5
+         FROM claimed c JOIN target t ON t.id = c.id WHERE t.lost)
+     SELECT c.id, c.webhook_id, c.event_id, c.event_type, c.payload, c.attempt_count,
+            w.url, w.secret, w.previous_secret, w.previous_secret_expires_at
+       FROM claimed c JOIN webhooks w ON w.id = c.webhook_id`,
+    [options.limit, options.skipWebhooks, options.leaseToken, options.leaseMs, LOST_ATTEMPT]);
+  return rows.map((row) => ({
+    id: row.id, webhookId: row.webhook_id, eventId: row.event_id, eventType: row.event_type, payload: row.payload,
+    attemptCount: row.attempt_count, leaseToken: options.leaseToken, ...target(row),
+  }));
+}
+
+/** When the next pending delivery (or lease) falls due; null when nothing is scheduled. */
+export async function nextDueAt(db: Db): Promise<Date | null> {
+  const [row] = await query<{ due: Timestamp | null }>(db,
+    `SELECT min(next_attempt_at) AS due FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_at IS NOT NULL`);
+  return row?.due == null ? null : toDate(row.due);
+}
+
+/** A finished attempt of a claimed delivery. */
+export interface Completion {
+  readonly delivery: ClaimedDelivery;
+  readonly startedAt: Date;
+  readonly outcome: AttemptOutcome;
+  /** Failed and no attempt left. */
+  readonly exhausted: boolean;
+  /** Delay before the next attempt when it failed and is not exhausted. */
+  readonly nextDelayMs: number | null;
+}
+
+/**
+ * Logs every finished attempt (also one whose delivery a manual retry took over meanwhile, not
+ * one whose delivery was deleted with its webhook) and moves each delivery whose lease is still
+ * the attempt's own to its next state. With `resetOnSuccess`, a success also zeroes its webhook's
+ * consecutive-exhausted counter in the same statement: one round trip per batch on the hot path.
+ */
+export async function settle(
+  db: Db, completions: readonly Completion[], resetOnSuccess: boolean,
+): Promise<Array<{ id: string; webhook_id: string; status: string; ord: number }>> {
+  const col = <T>(pick: (c: Completion) => T) => completions.map(pick);
+  return query(db, `WITH u AS (
+      SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::int[], $4::timestamptz[], $5::boolean[], $6::boolean[], $7::int[],
+                           $8::int[], $9::int[], $10::text[], $11::text[], $12::int[])
+        AS u(id, token, attempt_number, started_at, ok, exhausted, delay_ms, status_code, duration_ms, error, excerpt, ord)),
+    attempts AS (
+      INSERT INTO webhook_attempts (delivery_id, attempt_number, started_at, status_code, duration_ms, error, response_excerpt)
+      SELECT u.id, u.attempt_number, u.started_at, u.status_code, u.duration_ms, u.error, u.excerpt FROM u
+       WHERE EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.id = u.id)),
+    settled AS (
+      UPDATE webhook_deliveries d
+         SET status = CASE WHEN u.ok THEN 'succeeded' WHEN u.exhausted THEN 'exhausted' ELSE 'pending' END,
+             -- A webhook disabled meanwhile keeps its pending deliveries paused (NULL) until resumed.
+             next_attempt_at = CASE WHEN u.ok OR u.exhausted OR w.status <> 'active' THEN NULL
+                                    ELSE now() + u.delay_ms * interval '1 millisecond' END,
+             lease_token = NULL, last_status_code = u.status_code, last_error = u.error, updated_at = now()
+        FROM u, webhooks w
+       WHERE d.id = u.id AND d.lease_token = u.token AND w.id = d.webhook_id
+      RETURNING d.id, d.webhook_id, d.status, u.ord)${resetOnSuccess ? `,
+    reset AS (
+      UPDATE webhooks w SET consecutive_failures = 0, updated_at = now()
+       WHERE w.id IN (SELECT webhook_id FROM settled WHERE status = 'succeeded') AND w.consecutive_failures <> 0)` : ''}
+    SELECT id, webhook_id, status, ord FROM settled`,
+  [col((c) => c.delivery.id), col((c) => c.delivery.leaseToken), col((c) => c.delivery.attemptCount), col((c) => c.startedAt),
+    col((c) => c.outcome.ok), col((c) => c.exhausted), col((c) => c.nextDelayMs ?? 0), col((c) => c.outcome.statusCode),
+    col((c) => c.outcome.durationMs), col((c) => c.outcome.error), col((c) => c.outcome.responseExcerpt), completions.map((_, i) => i)]);
+}
+
+/** No traffic to a disabled webhook: its waiting deliveries pause (NULL) until it is resumed. */
+export async function pauseWaiting(db: Db, webhookIds: readonly string[]): Promise<void> {
+  await query(db, `UPDATE webhook_deliveries SET next_attempt_at = NULL, updated_at = now()
+    WHERE webhook_id = ANY($1::uuid[]) AND status = 'pending' AND lease_token IS NULL`, [webhookIds]);
+}
+
+/** The deliveries paused while the webhook was disabled become due now (and the dispatchers are woken). */
+export async function resumePaused(db: Db, webhookId: string): Promise<void> {
+  await query(db, `WITH resumed AS (
+      UPDATE webhook_deliveries SET next_attempt_at = now(), updated_at = now()
+       WHERE webhook_id = $1 AND status = 'pending' AND next_attempt_at IS NULL)
+    SELECT pg_notify($2, '')`, [webhookId, DELIVERY_CHANNEL]);
+}
+
+interface DeliveryRow {
+  id: string; webhook_id: string; event_id: string; event_type: string; status: DeliveryStatus; attempt_count: number;
+  next_attempt_at: Timestamp | null; last_status_code: number | null; last_error: string | null; created_at: Timestamp; updated_at: Timestamp;
+}
+
+const DELIVERY_COLUMNS = `id, webhook_id, event_id, event_type, status, attempt_count, next_attempt_at,
+  last_status_code, last_error, created_at, updated_at`;
+
+const deliveryView = (row: DeliveryRow): WebhookDelivery => ({
+  id: row.id, webhookId: row.webhook_id, eventId: row.event_id, eventType: row.event_type as EventType, status: row.status,
+  attemptCount: row.attempt_count,
+  nextAttemptAt: row.status === 'pending' && row.next_attempt_at !== null ? iso(row.next_attempt_at) : null,
+  lastStatusCode: row.last_status_code, lastError: row.last_error, createdAt: iso(row.created_at), updatedAt: iso(row.updated_at),
+});
+
+/** A page of the webhook's log, newest first; the cursor keeps the database's microseconds so a page boundary never skips a row. */
+export async function deliveryPage(
+  db: Db, webhookId: string, page: { status?: DeliveryStatus | undefined; limit: number; cursor?: string | undefined },
+): Promise<{ deliveries: WebhookDelivery[]; nextCursor: string | null }> {
+  const rows = await query<DeliveryRow & { sort_key: string }>(db, sql`
+    SELECT ${sql.raw(DELIVERY_COLUMNS)}, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS sort_key
+      FROM webhook_deliveries WHERE webhook_id = ${webhookId}
+      ${page.status === undefined ? sql`` : sql`AND status = ${page.status}`}
+      ${page.cursor === undefined ? sql`` : sql`AND ${afterCursor(page.cursor, sql`created_at, id`, 'desc')}`}
+     ORDER BY created_at DESC, id DESC LIMIT ${page.limit + 1}`);
+  const cut = keysetPage(rows, page.limit, (last) => encodeCursor({ at: last.sort_key, id: last.id }));
+  return { deliveries: cut.rows.map(deliveryView), nextCursor: cut.nextCursor };
+}
+
+/** One delivery of the webhook with its attempts, or undefined. */
+export async function findDelivery(db: Db, webhookId: string, deliveryId: string): Promise<(WebhookDelivery & { attempts: DeliveryAttempt[] }) | undefined> {
+  const [row] = await query<DeliveryRow>(db, `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE id = $1 AND webhook_id = $2`, [deliveryId, webhookId]);
+  if (!row) return undefined;
+  const attempts = await query<{
+    attempt_number: number; started_at: Timestamp; status_code: number | null; duration_ms: number; error: string | null; response_excerpt: string | null;
+  }>(db, `SELECT attempt_number, started_at, status_code, duration_ms, error, response_excerpt
+       FROM webhook_attempts WHERE delivery_id = $1 ORDER BY attempt_number, id`, [deliveryId]);
+  return {
+    ...deliveryView(row),
+    attempts: attempts.map((a) => ({
+      attemptNumber: a.attempt_number, startedAt: iso(a.started_at), statusCode: a.status_code,
+      durationMs: a.duration_ms, error: a.error, responseBodyExcerpt: a.response_excerpt,
+    })),
+  };
+}
+
+/**
+ * Due now, whatever its status. A pending automatic attempt is replaced (one row, one schedule);
+ * an attempt in flight keeps running but can no longer settle the delivery (its lease token is
+ * cleared), so the manual retry is never swallowed.
+ */
+export async function requeueDelivery(db: Db, webhookId: string, deliveryId: string): Promise<WebhookDelivery | undefined> {
+  const [row] = await query<DeliveryRow>(db, `WITH requeued AS (
+       UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = now(), lease_token = NULL, updated_at = now()
+        WHERE id = $1 AND webhook_id = $2 RETURNING ${DELIVERY_COLUMNS})
+     SELECT requeued.*, pg_notify($3, '') FROM requeued`, [deliveryId, webhookId, DELIVERY_CHANNEL]);
+  return row && deliveryView(row);
+}
+
+/**
+ * Re-queues the webhook's failed deliveries created in [since, until): exhausted ones, and pending
+ * ones that already failed and are waiting (not in flight) for their next automatic attempt.
+ */
+export async function requeueFailed(db: Db, webhookId: string, since: Date, until: Date): Promise<number> {
+  const [row] = await query<{ requeued: string }>(db, `WITH requeued AS (
+       UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = now(), lease_token = NULL, updated_at = now()
+        WHERE webhook_id = $1 AND created_at >= $2 AND created_at < $3
+          AND (status = 'exhausted' OR (status = 'pending' AND attempt_count > 0 AND lease_token IS NULL))
+        RETURNING 1)
+     SELECT count(*) AS requeued, pg_notify($4, '') FROM requeued`, [webhookId, since, until, DELIVERY_CHANNEL]);
+  return Number(row?.requeued ?? 0);
+}
+
+/** A delivery of one event to one webhook only, due after `delayMs`. */
+export async function insertDelivery(
+  db: Db, delivery: { webhookId: string; catalogId: string; eventId: string; eventType: string; payload: string; delayMs: number },
+): Promise<string> {
+  const [row] = await query<{ id: string }>(db, `WITH created AS (
+       INSERT INTO webhook_deliveries (id, webhook_id, catalog_id, event_id, event_type, payload, status, attempt_count, next_attempt_at)
+       VALUES (gen_random_uuid(), $1, $2, $3, $4, $5, 'pending', 0, now() + $6 * interval '1 millisecond') RETURNING id)
+     SELECT created.id, pg_notify($7, '') FROM created`,
+  [delivery.webhookId, delivery.catalogId, delivery.eventId, delivery.eventType, delivery.payload, delivery.delayMs, DELIVERY_CHANNEL]);
+  return row!.id;
+}
