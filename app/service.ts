@@ -26,6 +26,18 @@ export interface RunningService {
   close(): Promise<void>;
 }
 
+// One pool per process, MikroORM's, sized for the roles it plays. Serving requests: as many
+// statements at once as the API sends. The consumers hold at most: the relay 1, the webhook
+// dispatcher 2 (claims, settlements), the fan-out 3 (a partition each), disable notices 1, media
+// about 4 (batch loads, the asset writer), imports about 2 a running job (its batch and the read
+// ahead's lookup). LISTEN and session locks use connections of their own, outside the pool.
+const API_CONNECTIONS = 20;
+const CONSUMER_CONNECTIONS = 16;
+
+function poolSize(role: Config['role']): number {
+  return (role === 'consumers' ? 0 : API_CONNECTIONS) + (role === 'api' ? 0 : CONSUMER_CONNECTIONS);
+}
+
 export async function startService(config: Config, logger: Logger = createLogger(config.logLevel)): Promise<RunningService> {
   const closers: Array<() => Promise<void>> = [];
   const close = async () => {
@@ -37,10 +49,10 @@ export async function startService(config: Config, logger: Logger = createLogger
   // The api role keeps V8's defaults.
   if (config.role !== 'api') holdConsumerHeap(logger);
   try {
-    // The contract, the handlers and the router only where requests are served: the consumers
-    // process stays about 18 MB smaller without them.
+    // The contract, the handlers and the router only where requests are served: a consumers
+    // process does without their memory.
     const api = config.role === 'consumers' ? undefined : await (await import('./api.ts')).loadApi();
-    const orm = await openDatabase({ databaseUrl: config.databaseUrl, logger, poolSize: 20 });
+    const orm = await openDatabase({ databaseUrl: config.databaseUrl, logger, poolSize: poolSize(config.role) });
     closers.push(() => orm.close());
     // No KAFKA_BROKERS means "run the local broker" (DESIGN §2): start it, or reuse one that answers.
     const brokers = config.kafkaBrokers ?? (await ensureKafka({ dataDir: config.dataDir, logger })).brokers;
@@ -65,7 +77,7 @@ export async function startService(config: Config, logger: Logger = createLogger
       ]);
       const started = workers.flatMap((worker) => (worker.status === 'fulfilled' ? [worker.value] : []));
       // Stopped side by side: each consumer's stop waits out its fetch in flight (kafkajs' 5 s
-      // long poll), so one after the other they took 15 s.
+      // long poll), which one after the other would add up.
       closers.push(async () => {
         for (const result of await Promise.allSettled(started.map((worker) => worker.stop()))) {
           if (result.status === 'rejected') logger.error({ err: result.reason }, 'error while stopping a consumer');

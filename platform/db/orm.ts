@@ -1,11 +1,10 @@
 // Opens the database: creates it if missing, applies pending migrations, hands out the ORM.
 import { MikroORM } from '@mikro-orm/postgresql';
 import { Migrator } from '@mikro-orm/migrations';
-import pg from 'pg';
 import type { Logger } from '../log/logger.ts';
 import { entities } from './entities/index.ts';
 import { migrations } from './migrations/index.ts';
-import { releaseLostClients, watchClient } from './connections.ts';
+import { openSession, releaseLostClients } from './connections.ts';
 import { PreparingClient } from './sql.ts';
 
 export type Orm = MikroORM;
@@ -14,29 +13,25 @@ export type Orm = MikroORM;
 const MIGRATION_LOCK = 7_214_001;
 
 /** Creates the database named in the URL when it does not exist yet. */
-export async function ensureDatabase(databaseUrl: string): Promise<void> {
+export async function ensureDatabase(databaseUrl: string, logger: Logger): Promise<void> {
   const url = new URL(databaseUrl);
   const name = decodeURIComponent(url.pathname.replace(/^\//, ''));
   if (name === '') throw new Error('DATABASE_URL must name a database');
-  const probe = new pg.Client({ connectionString: databaseUrl });
   try {
-    await probe.connect();
+    await (await openSession(databaseUrl, logger, 'database probe')).close();
     return;
   } catch (error) {
     if ((error as { code?: string }).code !== '3D000') throw error; // 3D000: database does not exist
-  } finally {
-    await probe.end().catch(() => undefined);
   }
   url.pathname = '/postgres';
-  const admin = new pg.Client({ connectionString: url.toString() });
-  await admin.connect();
+  const admin = await openSession(url.toString(), logger, 'database creation');
   try {
     await admin.query(`CREATE DATABASE "${name.replaceAll('"', '""')}"`);
   } catch (error) {
     // 42P04: another instance created it first.
     if ((error as { code?: string }).code !== '42P04') throw error;
   } finally {
-    await admin.end();
+    await admin.close();
   }
 }
 
@@ -49,7 +44,7 @@ export interface OpenDatabaseOptions {
 }
 
 export async function openDatabase(options: OpenDatabaseOptions): Promise<Orm> {
-  await ensureDatabase(options.databaseUrl);
+  await ensureDatabase(options.databaseUrl, options.logger);
   const orm = await MikroORM.init({
     clientUrl: options.databaseUrl,
     entities,
@@ -68,8 +63,8 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Orm> {
 
 /** Applies pending migrations under an advisory lock, so instances starting together take turns. */
 export async function migrate(orm: Orm, databaseUrl: string, logger: Logger): Promise<string[]> {
-  const lock = watchClient(new pg.Client({ connectionString: databaseUrl }), logger, 'migration-lock');
-  await lock.connect();
+  // Session-level: the migrator runs its own transactions, and the lock must span all of them.
+  const lock = await openSession(databaseUrl, logger, 'migration lock');
   try {
     await lock.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);
     const applied = await orm.migrator.up();
@@ -77,7 +72,6 @@ export async function migrate(orm: Orm, databaseUrl: string, logger: Logger): Pr
     if (names.length > 0) logger.info({ migrations: names }, 'applied database migrations');
     return names;
   } finally {
-    await lock.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]).catch(() => undefined);
-    await lock.end();
+    await lock.close();
   }
 }

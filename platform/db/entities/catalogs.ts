@@ -1,4 +1,4 @@
-// Entities of tenancy and access: catalogs, their API keys and the shared rate-limit counters.
+// Entities of tenancy and access: catalogs and their API keys.
 import { defineEntity, p } from '@mikro-orm/postgresql';
 import type { InferEntity } from '@mikro-orm/postgresql';
 
@@ -31,30 +31,3 @@ export const ApiKey = defineEntity({
   },
 });
 export type ApiKey = InferEntity<typeof ApiKey>;
-
-export const RateLimit = defineEntity({
-  name: 'RateLimit',
-  tableName: 'rate_limits',
-  properties: {
-    subject: p.text().primary(),
-    windowStart: p.bigint('number'),
-    count: p.integer(),
-    prevCount: p.integer(),
-    /** How many requests the latest counting statement for this subject admitted. */
-    admitted: p.integer(),
-  },
-});
-
-export const IdempotencyKey = defineEntity({
-  name: 'IdempotencyKey',
-  tableName: 'idempotency_keys',
-  properties: {
-    catalogId: p.uuid().primary(),
-    operation: p.text().primary(),
-    idempotencyKey: p.text().primary(),
-    requestHash: p.text(),
-    statusCode: p.integer().nullable(),
-    responseBody: p.text().nullable(),
-    createdAt: p.datetime().onCreate(() => new Date()),
-  },
-});

@@ -1,12 +1,5 @@
-// Every entity the ORM knows; the schema itself is owned by the committed migrations.
-import { ApiKey, Catalog, IdempotencyKey, RateLimit } from './catalogs.ts';
-import { ImportError, ImportJob } from './imports.ts';
-import { Brand, Category, Item, MediaAsset, StockMovement } from './items.ts';
+// The entities the ORM maps: the low-volume tables managed a row at a time (catalogs, API keys, webhook subscriptions); every other table is SQL from its feature's store.
+import { ApiKey, Catalog } from './catalogs.ts';
 import { Webhook } from './webhooks.ts';
 
-export const entities = [
-  Catalog, ApiKey, RateLimit, IdempotencyKey,
-  Category, Brand, Item, MediaAsset, StockMovement,
-  ImportJob, ImportError,
-  Webhook,
-];
+export const entities = [Catalog, ApiKey, Webhook];
