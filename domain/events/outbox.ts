@@ -1,6 +1,6 @@
 // The outbox store: domain events appended in the caller's transaction, claimed, marked sent and cleaned up by the relay.
-import { query } from '../../platform/db/sql.ts';
-import type { Db } from '../../platform/db/sql.ts';
+import { query, sql } from '../../platform/db/sql.ts';
+import type { Db, SqlFragment } from '../../platform/db/sql.ts';
 import { newId } from '../../platform/ids.ts';
 import { TOPICS } from '../../platform/kafka/topics.ts';
 
@@ -52,6 +52,21 @@ export interface WriteOutboxOptions {
 
 /** Channel the relay LISTENs on. */
 export const OUTBOX_CHANNEL = 'outbox';
+
+/**
+ * For a statement that appends events in one round trip with the change they report: its
+ * `events` and `notified` CTEs, `events` inserting the rows `select` yields (event_id, topic,
+ * key, payload, headers) and `notified` waking the relay when it inserted any.
+ */
+export function appendEventsCtes(select: SqlFragment): SqlFragment {
+  return sql`events AS (
+      INSERT INTO outbox (event_id, topic, key, payload, headers)
+      ${select}
+      RETURNING 1
+    ), notified AS (
+      SELECT pg_notify(${OUTBOX_CHANNEL}::text, '') FROM (SELECT 1 FROM events LIMIT 1) AS any_event
+    )`;
+}
 
 // 5 parameters a row, well under the 65,535 a statement may carry.
 const ROWS_PER_INSERT = 1000;

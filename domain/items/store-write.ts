@@ -3,7 +3,7 @@ import { prepared, query, sql } from '../../platform/db/sql.ts';
 import type { Db, SqlFragment } from '../../platform/db/sql.ts';
 import { newId } from '../../platform/ids.ts';
 import { TOPICS } from '../../platform/kafka/topics.ts';
-import { OUTBOX_CHANNEL } from '../events/outbox.ts';
+import { appendEventsCtes } from '../events/outbox.ts';
 import { nameKey } from './keys.ts';
 import type { NormalizedItem } from './payload.ts';
 import { itemColumns } from './view.ts';
@@ -121,8 +121,7 @@ function writeStatement(catalogId: string, input: WriteInput, stored: boolean, r
         content_hash = excluded.content_hash, import_fingerprint = excluded.import_fingerprint, updated_at = now()
         WHERE i.content_hash <> excluded.content_hash
       RETURNING i.*, (i.xmax = 0) AS inserted
-    ), events AS (
-      INSERT INTO outbox (event_id, topic, key, payload, headers)
+    ), ${appendEventsCtes(sql`
       SELECT x.ev, ${TOPICS.events}::text, x.e,
         '{"id":' || to_json(x.ev::text)::text
         || ',"type":' || CASE WHEN w.inserted THEN '"item.created"' ELSE '"item.updated"' END
@@ -132,11 +131,7 @@ function writeStatement(catalogId: string, input: WriteInput, stored: boolean, r
         || ',"serviceId":' || to_json(w.id::text)::text || ',"sku":' || coalesce(to_json(x.sku)::text, 'null')
         || CASE WHEN w.inserted THEN '' ELSE ',"contentHash":' || to_json(x.h)::text END || '}}',
         jsonb_build_object('event-type', CASE WHEN w.inserted THEN 'item.created' ELSE 'item.updated' END)
-      FROM written w JOIN input x ON x.s = w.external_system AND x.e = w.external_id
-      RETURNING 1
-    ), notified AS (
-      SELECT pg_notify(${OUTBOX_CHANNEL}::text, '') FROM (SELECT 1 FROM events LIMIT 1) AS any_event
-    )${rider ? sql`, ${rider.ctes}` : sql``}
+      FROM written w JOIN input x ON x.s = w.external_system AND x.e = w.external_id`)}${rider ? sql`, ${rider.ctes}` : sql``}
     ${stored ? RETURN_STORED : rider ? sql`${RETURN_KEYS}, NULL::bigint AS applied ${AFTER_NOTIFY}
     UNION ALL SELECT NULL, NULL, NULL, NULL, ${rider.applied}` : sql`${RETURN_KEYS} ${AFTER_NOTIFY}`}`);
 }

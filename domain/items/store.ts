@@ -1,4 +1,4 @@
-// The items store: every statement on items, categories and brands; reads, deletes and fingerprints here, the upsert's lookup and write beside it.
+// The items store: every statement on items, categories and brands; reads, deletes, stock and fingerprints here, the upsert's lookup and write beside it.
 import { prepared, query, sql, streamQuery } from '../../platform/db/sql.ts';
 import type { Db } from '../../platform/db/sql.ts';
 import { afterCursor, encodeCursor, keysetPage } from '../pagination.ts';
@@ -84,4 +84,39 @@ const BY_FINGERPRINT = prepared(`
 export async function itemsByFingerprint(db: Db, catalogId: string, fingerprints: ReadonlyArray<string | undefined>): Promise<Map<number, string>> {
   const rows = await query<{ ord: string; s: string; e: string }>(db, BY_FINGERPRINT, [catalogId, fingerprints.map((f) => f ?? null)]);
   return new Map(rows.map((row) => [Number(row.ord) - 1, identityKey(row.s, row.e)]));
+}
+
+// The range of the on_hand column (integer).
+export const ON_HAND_MIN = -2147483648;
+export const ON_HAND_MAX = 2147483647;
+
+/** An item's stock: whether it tracks it, and its on-hand. */
+export interface ItemStock {
+  readonly id: string;
+  readonly trackStock: boolean;
+  readonly onHand: number;
+}
+
+/** The item's stock, or undefined when the catalog has no item with this identity. */
+export async function itemStock(db: Db, catalogId: string, externalSystem: string, externalId: string): Promise<ItemStock | undefined> {
+  const [row] = await query<{ id: string; track_stock: boolean; on_hand: number }>(db,
+    'SELECT id, track_stock, on_hand FROM items WHERE catalog_id = $1 AND external_system = $2 AND external_id = $3',
+    [catalogId, externalSystem, externalId]);
+  return row && { id: row.id, trackStock: row.track_stock, onHand: row.on_hand };
+}
+
+/**
+ * Adds `quantity` to a stock-tracking item's on-hand and answers the new one; undefined (nothing
+ * changed) when the item does not exist, does not track stock, or the sum would leave the
+ * column's range. The update takes the item's row lock until the caller's transaction ends, so
+ * concurrent adjustments take turns and each sees the total of those before it.
+ */
+export async function adjustOnHand(db: Db, catalogId: string, externalSystem: string, externalId: string, quantity: number): Promise<{ id: string; onHand: number } | undefined> {
+  const [row] = await query<{ id: string; on_hand: number }>(db,
+    `UPDATE items SET on_hand = on_hand + $1
+     WHERE catalog_id = $2 AND external_system = $3 AND external_id = $4 AND track_stock
+       AND on_hand::bigint + $1 BETWEEN ${ON_HAND_MIN} AND ${ON_HAND_MAX}
+     RETURNING id, on_hand`,
+    [quantity, catalogId, externalSystem, externalId]);
+  return row && { id: row.id, onHand: row.on_hand };
 }

@@ -1,10 +1,12 @@
-// The stock store: movements (signed quantities) applied atomically to an item's on-hand, with stock.adjusted.
+// The stock store: movements (signed quantities), each applied to its item's on-hand (through the items store) with stock.adjusted.
 import type { StockMovement, StockReason } from '../../generated/client.ts';
 import { query, sql } from '../../platform/db/sql.ts';
 import type { Db } from '../../platform/db/sql.ts';
 import { notFound, unprocessable } from '../../platform/errors.ts';
 import { newId } from '../../platform/ids.ts';
 import { domainEvent, eventRow, writeOutbox } from '../events/outbox.ts';
+import { adjustOnHand, itemStock, ON_HAND_MAX, ON_HAND_MIN } from '../items/store.ts';
+import type { ItemStock } from '../items/store.ts';
 import { isoTime } from '../items/view.ts';
 import { afterCursor, encodeCursor, keysetPage } from '../pagination.ts';
 
@@ -37,15 +39,8 @@ const view = (row: MovementRow): MovementView => ({
   onHandAfter: row.on_hand_after,
 });
 
-// The range of the on_hand column (integer).
-const INT32_MIN = -2147483648;
-const INT32_MAX = 2147483647;
-
-async function findItem(db: Db, catalogId: string, externalSystem: string, externalId: string) {
-  const [item] = await query<{ id: string; track_stock: boolean; on_hand: number }>(db,
-    'SELECT id, track_stock, on_hand FROM items WHERE catalog_id = $1 AND external_system = $2 AND external_id = $3',
-    [catalogId, externalSystem, externalId],
-  );
+async function findItem(db: Db, catalogId: string, externalSystem: string, externalId: string): Promise<ItemStock> {
+  const item = await itemStock(db, catalogId, externalSystem, externalId);
   if (!item) throw notFound(`Item ${externalSystem}/${externalId}`);
   return item;
 }
@@ -63,28 +58,22 @@ export async function recordMovement(
 ): Promise<{ movement: MovementView; onHand: number }> {
   return db.transactional(async (tx) => {
     // onHand is a 32-bit integer: a movement that would take it out of range is refused, not overflowed.
-    const [item] = await query<{ id: string; on_hand: number }>(tx,
-      `UPDATE items SET on_hand = on_hand + $1
-       WHERE catalog_id = $2 AND external_system = $3 AND external_id = $4 AND track_stock
-         AND on_hand::bigint + $1 BETWEEN ${INT32_MIN} AND ${INT32_MAX}
-       RETURNING id, on_hand`,
-      [input.quantity, catalogId, externalSystem, externalId],
-    );
+    const item = await adjustOnHand(tx, catalogId, externalSystem, externalId, input.quantity);
     if (!item) {
       const found = await findItem(tx, catalogId, externalSystem, externalId);
-      if (!found.track_stock) {
+      if (!found.trackStock) {
         throw unprocessable(`Item ${externalSystem}/${externalId} does not track stock: upsert it with "trackStock": true first.`);
       }
       throw unprocessable(
-        `This movement would take onHand from ${found.on_hand} to ${found.on_hand + input.quantity}, ` +
-        `outside the range an onHand can have (${INT32_MIN} to ${INT32_MAX}).`,
+        `This movement would take onHand from ${found.onHand} to ${found.onHand + input.quantity}, ` +
+        `outside the range an onHand can have (${ON_HAND_MIN} to ${ON_HAND_MAX}).`,
       );
     }
     const [row] = await query<MovementRow>(tx,
       `INSERT INTO stock_movements (id, catalog_id, item_id, quantity, reason, reference, occurred_at, on_hand_after)
        VALUES ($1, $2, $3, $4, $5, $6, coalesce($7::timestamptz, now()), $8)
        RETURNING id, quantity, reason, reference, ${isoTime('occurred_at')} AS occurred_at, ${isoTime('created_at')} AS created_at, on_hand_after`,
-      [newId(), catalogId, item.id, input.quantity, input.reason, input.reference ?? null, input.occurredAt ?? null, item.on_hand],
+      [newId(), catalogId, item.id, input.quantity, input.reason, input.reference ?? null, input.occurredAt ?? null, item.onHand],
     );
     const movement = view(row!);
     await writeOutbox(tx, [eventRow(domainEvent({
@@ -93,10 +82,10 @@ export async function recordMovement(
       resourceId: externalId,
       data: {
         externalId, externalSystem, serviceId: item.id, movementId: movement.id,
-        quantity: movement.quantity, reason: movement.reason, onHand: item.on_hand,
+        quantity: movement.quantity, reason: movement.reason, onHand: item.onHand,
       },
     }))]);
-    return { movement, onHand: item.on_hand };
+    return { movement, onHand: item.onHand };
   });
 }
 
