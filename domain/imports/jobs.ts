@@ -4,7 +4,6 @@ import type { Db } from '../../platform/db/sql.ts';
 import { conflict, notFound, validationError } from '../../platform/errors.ts';
 import { newId } from '../../platform/ids.ts';
 import type { ObjectStorage } from '../../platform/storage/storage.ts';
-import { importPath } from '../../platform/storage/storage.ts';
 import { countActiveJobs, finishJob, insertAwaitingJob, listJobs, loadJob, markQueued } from './job-store.ts';
 import type { JobRow } from './job-store.ts';
 import { TERMINAL, jobView } from './view.ts';
@@ -16,9 +15,8 @@ export const MAX_FILE_BYTES = 100 * 1024 * 1024;
 export const MAX_CONCURRENT_JOBS = 5;
 export const IMPORT_CONTENT_TYPE = 'application/x-ndjson';
 
-/** Runs `work` in the caller's transaction, or in a new one. */
-export const inTransaction = <T>(db: Db, work: (tx: Db) => Promise<T>): Promise<T> =>
-  db.isInTransaction() ? work(db) : db.transactional(work);
+/** `imports/<catalogId>/<jobId>.jsonl`: the catalog in the path keeps tenants apart in a shared bucket. */
+export const importPath = (catalogId: string, jobId: string) => `imports/${catalogId}/${jobId}.jsonl`;
 
 /** The catalog's job; another catalog's is as absent as a missing one. */
 export async function findJob(db: Db, catalogId: string, jobId: string, lock = false): Promise<JobRow> {
@@ -50,7 +48,7 @@ export async function createImport(
   if (input.fileSizeBytes > MAX_FILE_BYTES) {
     throw validationError([{ path: 'fileSizeBytes', message: `must be at most ${MAX_FILE_BYTES} (100 MB): split the file into several jobs` }]);
   }
-  return inTransaction(db, async (tx) => {
+  return db.transactional(async (tx) => {
     await assertCapacity(tx, catalogId);
     const jobId = newId();
     const storagePath = importPath(catalogId, jobId);
@@ -78,7 +76,7 @@ export async function listImports(
 
 /** awaiting_upload → queued, with the message for the consumer in the same transaction. */
 export async function startImport(db: Db, storage: ObjectStorage, catalogId: string, jobId: string): Promise<ImportJob> {
-  return inTransaction(db, async (tx) => {
+  return db.transactional(async (tx) => {
     const job = await findJob(tx, catalogId, jobId, true);
     if (job.status !== 'awaiting_upload') {
       throw conflict(`job is ${job.status}; only awaiting_upload jobs can be started`, [{ path: 'status', message: `is ${job.status}` }]);
@@ -98,7 +96,7 @@ export async function startImport(db: Db, storage: ObjectStorage, catalogId: str
  * the consumer sees the status at its next batch and stops (committed lines stay committed).
  */
 export async function cancelImport(db: Db, catalogId: string, jobId: string): Promise<ImportJob> {
-  return inTransaction(db, async (tx) => {
+  return db.transactional(async (tx) => {
     const job = await findJob(tx, catalogId, jobId, true);
     if (TERMINAL.has(job.status)) {
       throw conflict(`job is already ${job.status}`, [{ path: 'status', message: `is ${job.status}` }]);

@@ -9,10 +9,9 @@ import type { ImportRetryCreated } from '../../generated/client.ts';
 import type { Db } from '../../platform/db/sql.ts';
 import { newId } from '../../platform/ids.ts';
 import type { ObjectStorage } from '../../platform/storage/storage.ts';
-import { importPath } from '../../platform/storage/storage.ts';
 import { conflict } from '../../platform/errors.ts';
 import { failedLineNumbers, insertQueuedJob } from './job-store.ts';
-import { IMPORT_CONTENT_TYPE, assertCapacity, findJob, inTransaction } from './jobs.ts';
+import { IMPORT_CONTENT_TYPE, assertCapacity, findJob, importPath } from './jobs.ts';
 import { TERMINAL, jobView } from './view.ts';
 
 const LF = 0x0a;
@@ -38,7 +37,7 @@ export async function retryImport(db: Db, storage: ObjectStorage, catalogId: str
     const sizeBytes = (await stat(file)).size;
     await storage.write(storagePath, createReadStream(file), sizeBytes, IMPORT_CONTENT_TYPE);
     try {
-      const job = await inTransaction(db, async (tx) => {
+      const job = await db.transactional(async (tx) => {
         await assertCapacity(tx, catalogId);
         await insertQueuedJob(tx, { id: newJobId, catalogId, dryRun: original.dry_run, fileSizeBytes: sizeBytes, storagePath }, jobId);
         return jobView(await findJob(tx, catalogId, newJobId));

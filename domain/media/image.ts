@@ -15,7 +15,7 @@ type FileTypeFromBuffer = typeof import('file-type').fileTypeFromBuffer;
 let libraries: Promise<{ sharp: Sharp; fileTypeFromBuffer: FileTypeFromBuffer }> | undefined;
 
 /**
- * sharp and file-type, loaded on the first image: libvips adds about 13 MB to a process, which
+ * sharp and file-type, loaded on the first image: libvips adds megabytes to a process, which
  * one that never ingests an image (an import running in the consumers process) need not hold.
  * A failed load is tried again with the next image.
  */

@@ -147,7 +147,7 @@ export async function createKafkaClient(config: Config, logger: Logger, options:
       groupId: run.groupId, allowAutoTopicCreation: false, sessionTimeout: 10_000, heartbeatInterval: 3000,
       // kafkajs restarts a crashed consumer on a timer that its disconnect() clears, but a crash
       // that lands while disconnect() runs schedules a restart after that, and the stopped
-      // consumer then reconnects every 300 ms for ever (seen holding a test process open).
+      // consumer then reconnects every 300 ms for ever, holding its process open.
       // Retries: kafkajs' consumer default.
       retry: { retries: 5, restartOnFailure: async () => stopping === undefined },
     });

@@ -30,9 +30,6 @@ export interface ObjectStorage {
   remove(path: string): Promise<void>;
 }
 
-/** `imports/<catalogId>/<jobId>.jsonl`: the catalog in the path keeps tenants apart in a shared bucket. */
-export const importPath = (catalogId: string, jobId: string) => `imports/${catalogId}/${jobId}.jsonl`;
-
 // What storage paths may look like (the contract's pattern), without `.`/`..` segments.
 const SAFE_PATH = /^[A-Za-z0-9._-]+(?:\/[A-Za-z0-9._-]+)*$/;
 
