@@ -12,7 +12,7 @@ import { lineFingerprint } from '../domain/imports/fingerprint.ts';
 import { readLines } from '../domain/imports/line-reader.ts';
 import { parseLine } from '../domain/imports/lines.ts';
 import { normalizeItem } from '../domain/items/payload.ts';
-import type { NormalizeResult } from '../domain/items/payload.ts';
+import type { NormalizeResult } from '../domain/items/normalized-item.ts';
 import { addNormalized, upsertPrepared } from '../domain/items/upsert.ts';
 import type { PreparedItems } from '../domain/items/upsert.ts';
 import { createOutboxRelay } from '../consumers/relay/outbox-relay.ts';

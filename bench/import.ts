@@ -14,7 +14,7 @@ import { v7 as uuidv7 } from 'uuid';
 import * as api from '../generated/client.ts';
 import type { ImportJob } from '../generated/client.ts';
 import { normalizeItem } from '../domain/items/payload.ts';
-import type { NormalizedItem } from '../domain/items/payload.ts';
+import type { NormalizedItem } from '../domain/items/normalized-item.ts';
 import { ensureKafka } from '../scripts/kafka.ts';
 import { budgetPerLine, cpuPerLine, cpuSnapshot } from './cpu.ts';
 import { freshBenchDatabase } from './database.ts';

@@ -2,7 +2,7 @@
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { identityKey } from '../items/keys.ts';
 import { normalizeItem } from '../items/payload.ts';
-import type { NormalizeResult } from '../items/payload.ts';
+import type { NormalizeResult } from '../items/normalized-item.ts';
 import { addNormalized } from '../items/upsert.ts';
 import type { PreparedItems, UpsertEntry } from '../items/upsert.ts';
 import { lineFingerprint } from './fingerprint.ts';

@@ -2,7 +2,7 @@
 import type { ImportErrorType, ImportStatus } from '../../generated/client.ts';
 import type { Session } from '../../platform/db/connections.ts';
 import { prepared, query, sql } from '../../platform/db/sql.ts';
-import type { Db, SqlFragment } from '../../platform/db/sql.ts';
+import type { Db } from '../../platform/db/sql.ts';
 import { storableText } from '../../platform/db/storable-text.ts';
 import { TOPICS } from '../../platform/kafka/topics.ts';
 import { domainEvent, eventRow, messageRow, writeOutbox } from '../events/outbox.ts';

@@ -1,6 +1,6 @@
 // contentHash: SHA-256 of the RFC 8785 canonical JSON of a normalized item without its identity.
 import { hash } from 'node:crypto';
-import type { NormalizedItem } from './payload.ts';
+import type { NormalizedItem } from './normalized-item.ts';
 
 /**
  * RFC 8785 (JCS) serialization: ECMAScript number and string forms (JSON.stringify), object keys sorted

@@ -2,7 +2,7 @@
 import { groupCommit } from '../../platform/group-commit.ts';
 import type { Db } from '../../platform/db/sql.ts';
 import { normalizeItem } from './payload.ts';
-import type { NormalizedItem } from './payload.ts';
+import type { NormalizedItem } from './normalized-item.ts';
 import { addNormalized, upsertPrepared } from './upsert.ts';
 import type { PreparedItems, UpsertEntry } from './upsert.ts';
 

@@ -2,7 +2,7 @@
 import { prepared, query } from '../../platform/db/sql.ts';
 import type { Db } from '../../platform/db/sql.ts';
 import { identityKey, nameKey } from './keys.ts';
-import type { NormalizedItem } from './payload.ts';
+import type { NormalizedItem } from './normalized-item.ts';
 import { ITEM_SELECT } from './view.ts';
 import type { ItemRow } from './view.ts';
 

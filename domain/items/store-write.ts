@@ -5,7 +5,7 @@ import { newId } from '../../platform/ids.ts';
 import { TOPICS } from '../../platform/kafka/topics.ts';
 import { appendEventsCtes } from '../events/outbox.ts';
 import { nameKey } from './keys.ts';
-import type { NormalizedItem } from './payload.ts';
+import type { NormalizedItem } from './normalized-item.ts';
 import { itemColumns } from './view.ts';
 import type { ItemRow } from './view.ts';
 

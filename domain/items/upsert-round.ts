@@ -5,10 +5,24 @@ import { ProductError, conflict } from '../../platform/errors.ts';
 import { newId } from '../../platform/ids.ts';
 import { registerMedia } from '../media/register.ts';
 import { identityKey, nameKey } from './keys.ts';
-import type { NormalizedItem } from './payload.ts';
+import type { NormalizedItem } from './normalized-item.ts';
 import { lookup, writeInput, writeItems, writeItemsWithRider } from './store.ts';
 import type { Lookup, NewName, StoredRow, WriteCandidate, WriteInput, WriteRider, WrittenRow } from './store.ts';
-import type { UpsertEntry, ValidInput } from './upsert.ts';
+import type { ItemRow } from './view.ts';
+
+export type UpsertOutcome = 'created' | 'updated' | 'unchanged';
+
+export type UpsertEntry =
+  | { index: number; status: UpsertOutcome; serviceId: string; item: NormalizedItem; stored?: ItemRow }
+  | { index: number; status: 'error'; externalId: string | null; error: ProductError };
+
+/** A valid input, normalized. */
+export interface ValidInput {
+  readonly index: number;
+  readonly item: NormalizedItem;
+  /** The import line's fingerprint (domain/imports/fingerprint.ts), stored with the item when written. */
+  readonly fingerprint?: string;
+}
 
 /**
  * How a round is written. Requests give the refresh age and, for the single upsert,

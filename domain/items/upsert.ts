@@ -1,19 +1,14 @@
 // The one upsert path: single upserts, bulk upserts and import lines all come through here.
 import type { Db } from '../../platform/db/sql.ts';
 import { validationError } from '../../platform/errors.ts';
-import type { ErrorDetail, ProductError } from '../../platform/errors.ts';
+import type { ErrorDetail } from '../../platform/errors.ts';
 import { identityKey } from './keys.ts';
 import { normalizeItem } from './payload.ts';
-import type { NormalizeResult, NormalizedItem } from './payload.ts';
+import type { NormalizeResult } from './normalized-item.ts';
 import { upsertRound } from './upsert-round.ts';
-import type { RoundWrite } from './upsert-round.ts';
-import type { ItemRow } from './view.ts';
+import type { RoundWrite, UpsertEntry, ValidInput } from './upsert-round.ts';
 
-export type UpsertOutcome = 'created' | 'updated' | 'unchanged';
-
-export type UpsertEntry =
-  | { index: number; status: UpsertOutcome; serviceId: string; item: NormalizedItem; stored?: ItemRow }
-  | { index: number; status: 'error'; externalId: string | null; error: ProductError };
+export type { UpsertEntry, UpsertOutcome, ValidInput } from './upsert-round.ts';
 
 export interface UpsertOptions {
   /** MEDIA_REFRESH_AGE_HOURS (config.media.refreshAgeHours): a known image older than this is fetched again. */
@@ -25,14 +20,6 @@ export interface UpsertOptions {
    * from the lookup when unchanged and returned by the write otherwise, so nothing is read back.
    */
   readonly returnStored?: boolean;
-}
-
-/** A valid input, normalized. */
-export interface ValidInput {
-  readonly index: number;
-  readonly item: NormalizedItem;
-  /** The import line's fingerprint (domain/imports/fingerprint.ts), stored with the item when written. */
-  readonly fingerprint?: string;
 }
 
 /** Inputs validated and normalized, ready for the database: no I/O went into them. */

@@ -3,7 +3,7 @@ import type { Db } from '../../platform/db/sql.ts';
 import { newId } from '../../platform/ids.ts';
 import { TOPICS } from '../../platform/kafka/topics.ts';
 import { messageRow, writeOutbox } from '../events/outbox.ts';
-import type { NormalizedItem } from '../items/payload.ts';
+import type { NormalizedItem } from '../items/normalized-item.ts';
 import type { WrittenRow } from '../items/store.ts';
 import { registerAssets } from './asset-store.ts';
 

@@ -26,7 +26,7 @@ export interface HttpServerOptions {
 }
 
 export function createHttpServer(options: HttpServerOptions): Server {
-  const { services, handlers } = options;
+  const { services } = options;
   // requireHostHeader: Node's own 400 for a missing Host is bare; handle() answers it in the envelope.
   const server = createServer({ keepAliveTimeout: 65_000, requestTimeout: 300_000, requireHostHeader: false }, (req, res) => {
     const started = process.hrtime.bigint();

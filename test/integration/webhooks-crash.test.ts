@@ -85,7 +85,6 @@ test('SIGKILL mid-attempt: the lease expires, a new worker delivers, exactly one
   await receiver.waitFor('the held request', (r) => r.some((x) => x.path === '/held'), 60_000);
   first.kill('SIGKILL');
   await exited(first);
-  const killedAt = Date.now();
 
   const db = await sqlClient(service.databaseUrl);
   try {

@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import canonicalize from 'canonicalize';
 import { canonicalJson, hashInput } from '../../domain/items/content-hash.ts';
 import { normalizeItem } from '../../domain/items/payload.ts';
-import type { NormalizedItem } from '../../domain/items/payload.ts';
+import type { NormalizedItem } from '../../domain/items/normalized-item.ts';
 
 type Payload = Record<string, unknown>;
 
