@@ -1,4 +1,4 @@
-// Postgres connections that outlive the server dropping them: pools that replace a lost client, and one LISTEN helper that reconnects.
+// Postgres connections that outlive the server dropping them: the pool gives a lost client back, the one LISTEN helper reconnects, sessions of their own hold session-level locks.
 import pRetry from 'p-retry';
 import pg from 'pg';
 import type { Logger } from '../log/logger.ts';
@@ -13,30 +13,6 @@ import type { Logger } from '../log/logger.ts';
 export function watchClient(client: pg.Client, logger: Logger, what: string): pg.Client {
   client.on('error', (error) => logger.warn({ err: error, connection: what }, 'Postgres connection lost'));
   return client;
-}
-
-export interface PoolOptions {
-  readonly databaseUrl: string;
-  readonly max: number;
-  /** Names the pool in logs. */
-  readonly name: string;
-  readonly logger: Logger;
-  /** Server settings for every connection (`-c name=value …`). */
-  readonly options?: string;
-}
-
-/** A pool whose clients, idle or checked out, survive the server dropping them. */
-export function createPool(options: PoolOptions): pg.Pool {
-  const pool = new pg.Pool({
-    connectionString: options.databaseUrl,
-    max: options.max,
-    ...(options.options === undefined ? {} : { options: options.options }),
-  });
-  // An idle client's loss is reported here as well, after pg took it out of the pool.
-  pool.on('error', () => undefined);
-  pool.on('connect', (client) => void watchClient(client, options.logger, options.name));
-  releaseLostClients(pool);
-  return pool;
 }
 
 const lostListeners = new WeakMap<pg.PoolClient, (error: Error) => void>();
