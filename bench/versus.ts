@@ -24,7 +24,16 @@ function git(...args: string[]): string {
   return run.stdout.trim();
 }
 
-/** A checkout of `ref` beside this one, sharing node_modules when the lock files agree. */
+/** Whether the checkout in `dir` asks for the same packages as this work tree (then it can share node_modules). */
+function sameDependencies(dir: string): boolean {
+  const wanted = (root: string) => {
+    const manifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as Record<string, unknown>;
+    return JSON.stringify([manifest.dependencies, manifest.devDependencies, manifest.optionalDependencies]);
+  };
+  return wanted(dir) === wanted(here);
+}
+
+/** A checkout of `ref` beside this one, sharing node_modules when both ask for the same packages. */
 function checkout(ref: string): { dir: string; remove(): void } {
   const commit = git('rev-parse', '--verify', `${ref}^{commit}`);
   const dir = mkdtempSync(join(tmpdir(), `catalog-versus-${commit.slice(0, 7)}-`));
@@ -33,11 +42,10 @@ function checkout(ref: string): { dir: string; remove(): void } {
     spawnSync('git', ['worktree', 'remove', '--force', dir], { cwd: here });
     rmSync(dir, { recursive: true, force: true });
   };
-  const sameLock = readFileSync(join(dir, 'package-lock.json'), 'utf8') === readFileSync(join(here, 'package-lock.json'), 'utf8');
-  if (sameLock) symlinkSync(join(here, 'node_modules'), join(dir, 'node_modules'), 'dir');
-  else if (spawnSync('npm', ['ci', '--no-audit', '--no-fund'], { cwd: dir, stdio: 'inherit' }).status !== 0) {
+  if (sameDependencies(dir)) symlinkSync(join(here, 'node_modules'), join(dir, 'node_modules'), 'dir');
+  else if (spawnSync('npm', ['install', '--no-audit', '--no-fund'], { cwd: dir, stdio: 'inherit' }).status !== 0) {
     remove();
-    throw new Error(`npm ci failed in the checkout of ${ref}`);
+    throw new Error(`npm install failed in the checkout of ${ref}`);
   }
   // One local Kafka broker for both: the checkout reuses the one that answers on its port.
   if (existsSync(join(here, '.data')) && !existsSync(join(dir, '.data'))) symlinkSync(join(here, '.data'), join(dir, '.data'), 'dir');
