@@ -2,6 +2,7 @@
 import { sql } from '../platform/db/sql.ts';
 import type { SqlFragment } from '../platform/db/sql.ts';
 import { validationError } from '../platform/errors.ts';
+import { isId } from '../platform/ids.ts';
 
 /** The sort key of lists ordered by a time and an id. */
 export interface CursorKey {
@@ -30,7 +31,7 @@ export function encodeCursor(key: CursorKey): string {
 
 export function decodeCursor(cursor: string): CursorKey {
   return decode(cursor, ({ a, i }) => (typeof a === 'string' && typeof i === 'string' && !Number.isNaN(Date.parse(a))
-    && /^[0-9a-f-]{36}$/i.test(i) ? { at: a, id: i } : undefined));
+    && isId(i) ? { at: a, id: i } : undefined));
 }
 
 /** The cursor of lists ordered by line number (an import's line errors). */

@@ -1,4 +1,4 @@
-// Every id the service makes: a UUIDv7 from the uuid package, its random bits drawn from a pool.
+// Every id the service makes (a UUIDv7 from the uuid package, its random bits drawn from a pool), and the one test of an id it is given.
 import { randomFillSync } from 'node:crypto';
 import { v7 } from 'uuid';
 
@@ -34,3 +34,8 @@ export function newId(): string {
   }
   return v7({ random, msecs, seq });
 }
+
+const ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** Whether `text` is an id as the service prints them: a hyphenated UUID, in either case. */
+export const isId = (text: string): boolean => ID.test(text);

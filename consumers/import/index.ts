@@ -6,13 +6,13 @@ import type { ImportMessage } from '../../domain/imports/job-store.ts';
 import { expireUploadWindows, jobsToResume } from '../../domain/imports/sweep.ts';
 import type { Config } from '../../platform/config/config.ts';
 import { isConnectionError } from '../../platform/db/connections.ts';
+import { isId } from '../../platform/ids.ts';
 import type { Orm } from '../../platform/db/orm.ts';
 import type { KafkaClient } from '../../platform/kafka/client.ts';
 import { TOPICS } from '../../platform/kafka/topics.ts';
 import type { Logger } from '../../platform/log/logger.ts';
 import type { ObjectStorage } from '../../platform/storage/storage.ts';
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 // Often enough that a crashed consumer's job resumes within seconds of another one running.
 export const SWEEP_MS = 3000;
 // A queued job's message normally arrives within a second; past this the sweeper takes it itself.
@@ -103,7 +103,7 @@ export async function startImportConsumer(options: ImportConsumerOptions): Promi
       } catch {
         // Logged below: retrying cannot fix a malformed record.
       }
-      if (typeof body?.jobId !== 'string' || !UUID.test(body.jobId)) {
+      if (typeof body?.jobId !== 'string' || !isId(body.jobId)) {
         log.warn({ offset: message.offset }, 'skipped a record that is not an import job');
         return;
       }

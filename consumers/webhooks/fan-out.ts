@@ -5,6 +5,7 @@ import { createDeliveries } from '../../domain/webhooks/fan-out.ts';
 import type { FanOutEvent } from '../../domain/webhooks/fan-out.ts';
 import type { Db } from '../../platform/db/sql.ts';
 import type { KafkaClient, RunningConsumer } from '../../platform/kafka/client.ts';
+import { isId } from '../../platform/ids.ts';
 import { TOPICS } from '../../platform/kafka/topics.ts';
 import type { Logger } from '../../platform/log/logger.ts';
 import type { Dispatcher } from './dispatcher.ts';
@@ -12,7 +13,6 @@ import type { Dispatcher } from './dispatcher.ts';
 // Slots asked of the dispatcher per event: about one per webhook it reaches; deliveries beyond
 // them go through the schedule like retries do.
 const SLOTS_PER_EVENT = 8;
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export interface FanOutOptions {
   readonly kafka: KafkaClient;
@@ -30,7 +30,7 @@ export function toFanOutEvent(message: KafkaMessage, logger: Logger): FanOutEven
   if (!payload) return undefined;
   try {
     const event = JSON.parse(payload) as Partial<Record<'id' | 'type' | 'catalogId' | 'createdAt', unknown>>;
-    if (typeof event.id === 'string' && UUID.test(event.id) && typeof event.catalogId === 'string' && UUID.test(event.catalogId)
+    if (typeof event.id === 'string' && isId(event.id) && typeof event.catalogId === 'string' && isId(event.catalogId)
       && typeof event.type === 'string' && typeof event.createdAt === 'string' && !Number.isNaN(Date.parse(event.createdAt))) {
       return { id: event.id, catalogId: event.catalogId, type: event.type, createdAt: event.createdAt, payload };
     }

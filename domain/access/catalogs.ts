@@ -1,11 +1,10 @@
 // Catalogs: the tenants. Every API key, item, job and webhook belongs to exactly one.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { Catalog } from '../../platform/db/entities/catalogs.ts';
-import { newId } from '../../platform/ids.ts';
+import { isId, newId } from '../../platform/ids.ts';
 import { conflict, notFound, validationError } from '../../platform/errors.ts';
 
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export async function createCatalog(em: EntityManager, input: { name: string; ownerEmail: string }): Promise<Catalog> {
   const name = input.name.trim();
@@ -21,7 +20,7 @@ export async function createCatalog(em: EntityManager, input: { name: string; ow
 
 /** Finds a catalog by its id or, failing that, by its exact name. */
 export async function findCatalog(em: EntityManager, nameOrId: string): Promise<Catalog> {
-  const catalog = UUID.test(nameOrId)
+  const catalog = isId(nameOrId)
     ? await em.findOne(Catalog, { id: nameOrId.toLowerCase() })
     : await em.findOne(Catalog, { name: nameOrId.trim() });
   if (!catalog) throw notFound(`Catalog "${nameOrId}"`);

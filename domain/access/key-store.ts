@@ -8,7 +8,7 @@ import { countStatement, rateLimitStates } from '../../platform/http/rate-limit.
 import type { CounterRow, RateLimitState } from '../../platform/http/rate-limit.ts';
 import type { Auth } from '../../platform/http/types.ts';
 import { ApiKey } from '../../platform/db/entities/catalogs.ts';
-import { newId } from '../../platform/ids.ts';
+import { isId, newId } from '../../platform/ids.ts';
 import { notFound, validationError } from '../../platform/errors.ts';
 
 export const SCOPES = ['catalog:read', 'catalog:write', 'bulk_import:manage', 'webhooks:manage', 'stock:write'] as const;
@@ -68,7 +68,7 @@ export async function listApiKeys(em: EntityManager, catalogId: string): Promise
 }
 
 export async function revokeApiKey(em: EntityManager, keyId: string): Promise<ApiKey> {
-  const record = /^[0-9a-f-]{36}$/i.test(keyId) ? await em.findOne(ApiKey, { id: keyId.toLowerCase() }) : null;
+  const record = isId(keyId) ? await em.findOne(ApiKey, { id: keyId.toLowerCase() }) : null;
   if (!record) throw notFound(`API key "${keyId}"`);
   record.revokedAt ??= new Date();
   await em.flush();
