@@ -5,14 +5,11 @@ import { bindHandlers } from '../handlers/index.ts';
 import { uploadRoute } from '../handlers/imports/upload-file.ts';
 import { loadContract } from '../platform/http/contract.ts';
 import type { Contract } from '../platform/http/contract.ts';
-import { createMetrics } from '../platform/http/metrics.ts';
-import type { Metrics } from '../platform/http/metrics.ts';
 import { closeHttpServer, createHttpServer } from '../platform/http/server.ts';
 import type { Services } from '../platform/http/types.ts';
 
 export interface Api {
   readonly contract: Contract;
-  readonly metrics: Metrics;
   /** Listens on `port` and `host`; resolves with the base address and the closer. */
   serve(services: Services, port: number, host: string): Promise<{ url: string; close: () => Promise<void> }>;
 }
@@ -23,7 +20,6 @@ export async function loadApi(): Promise<Api> {
   const handlers = bindHandlers(contract);
   return {
     contract,
-    metrics: createMetrics(),
     async serve(services, port, host) {
       const server = createHttpServer({ services, handlers, extraRoutes: uploadRoute(services) });
       await listen(server, port, host);

@@ -14,6 +14,8 @@ import type { Orm } from '../platform/db/orm.ts';
 import { createLogger } from '../platform/log/logger.ts';
 import { holdConsumerHeap } from '../platform/memory.ts';
 import { keyCounter } from '../domain/access/key-store.ts';
+import { outboxBacklog } from '../domain/events/outbox.ts';
+import { createMetrics } from '../platform/metrics.ts';
 import { createStorage } from '../platform/storage/create-storage.ts';
 
 export interface RunningService {
@@ -60,8 +62,10 @@ export async function startService(config: Config, logger: Logger = createLogger
     closers.push(() => kafka.disconnect());
     await kafka.ensureTopics();
     const storage = createStorage(config);
+    // One registry per process: the API serves it, the consumers count into it.
+    const metrics = createMetrics({ outboxBacklog: () => outboxBacklog(orm.em.fork()) });
     const services: Services | undefined = api && {
-      config, logger, orm, storage, countKey: keyCounter(orm.em), contract: api.contract, metrics: api.metrics, kafkaReachable: () => kafka.ping(2000),
+      config, logger, orm, storage, countKey: keyCounter(orm.em), contract: api.contract, metrics, kafkaReachable: () => kafka.ping(2000),
     };
     if (config.role !== 'api') {
       // The relay runs with the consumers: an api-only fleet leaves events safely in the outbox.
@@ -71,8 +75,8 @@ export async function startService(config: Config, logger: Logger = createLogger
       // Side by side: each waits for its consumer group's join, which after a crash can take a
       // dead member's session timeout; the import sweeper resumes jobs meanwhile.
       const workers = await Promise.allSettled([
-        startImportConsumer({ config, kafka, orm, storage, logger }),
-        startWebhookWorkers({ config, kafka, orm, logger }),
+        startImportConsumer({ config, kafka, orm, storage, metrics, logger }),
+        startWebhookWorkers({ config, kafka, orm, metrics, logger }),
         startMediaConsumer({ config, kafka, orm, storage, logger }),
       ]);
       const started = workers.flatMap((worker) => (worker.status === 'fulfilled' ? [worker.value] : []));

@@ -11,6 +11,8 @@ import type { Orm } from '../../platform/db/orm.ts';
 import type { KafkaClient } from '../../platform/kafka/client.ts';
 import { TOPICS } from '../../platform/kafka/topics.ts';
 import type { Logger } from '../../platform/log/logger.ts';
+import type { Metrics } from '../../platform/metrics.ts';
+import type { BatchCounts } from '../../domain/imports/job-store.ts';
 import type { ObjectStorage } from '../../platform/storage/storage.ts';
 
 // Often enough that a crashed consumer's job resumes within seconds of another one running.
@@ -27,8 +29,17 @@ export interface ImportConsumerOptions {
   readonly kafka: KafkaClient;
   readonly orm: Orm;
   readonly storage: ObjectStorage;
+  /** The process's metrics: each committed batch's lines are counted. */
+  readonly metrics?: Metrics;
   readonly logger: Logger;
 }
+
+/** Adds a committed batch's lines to the metrics, by outcome. */
+const countLines = (metrics: Metrics) => (counts: BatchCounts) => {
+  for (const outcome of ['created', 'updated', 'unchanged', 'failed'] as const) {
+    if (counts[outcome] > 0) metrics.importLines.inc({ outcome }, counts[outcome]);
+  }
+};
 
 export async function startImportConsumer(options: ImportConsumerOptions): Promise<ImportConsumer> {
   const log = options.logger.child({ component: 'import-consumer' });
@@ -65,6 +76,7 @@ export async function startImportConsumer(options: ImportConsumerOptions): Promi
     const run = processImport({
       orm: options.orm, storage, databaseUrl: options.config.databaseUrl, logger: log, mediaRefreshAgeHours: options.config.media.refreshAgeHours,
       ...(heartbeat ? { heartbeat } : {}), stopping: () => stopping,
+      ...(options.metrics ? { onCommitted: countLines(options.metrics) } : {}),
     }, jobId)
       .catch((error: unknown) => afterFailure(jobId, error))
       .finally(() => running.delete(jobId));

@@ -22,6 +22,8 @@ export interface DispatcherOptions {
   readonly maxInFlightPerWebhook?: number;
   /** Longest nap when nothing is due (other instances may schedule work without notifying us). */
   readonly pollIntervalMs?: number;
+  /** Called with each attempt's outcome (metrics). */
+  readonly onAttempt?: (outcome: 'succeeded' | 'failed' | 'exhausted') => void;
   /** Called after a batch disabled webhooks (their owners are to be e-mailed). */
   readonly onDisabled?: (webhookIds: string[]) => void;
 }
@@ -149,7 +151,9 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
     const nextDelayMs = outcome.ok ? null : nextAttemptDelay(delivery.attemptCount, config.webhookRetryDelaysMs, outcome.retryAfterMs);
     if (outcome.ok) stats.succeeded += 1;
     else stats.failed += 1;
-    pending.push({ delivery, startedAt, outcome, exhausted: !outcome.ok && nextDelayMs === null, nextDelayMs });
+    const exhausted = !outcome.ok && nextDelayMs === null;
+    options.onAttempt?.(outcome.ok ? 'succeeded' : exhausted ? 'exhausted' : 'failed');
+    pending.push({ delivery, startedAt, outcome, exhausted, nextDelayMs });
     flushSoon();
   }
 

@@ -3,6 +3,7 @@ import type { Config } from '../../platform/config/config.ts';
 import type { Orm } from '../../platform/db/orm.ts';
 import type { KafkaClient } from '../../platform/kafka/client.ts';
 import type { Logger } from '../../platform/log/logger.ts';
+import type { Metrics } from '../../platform/metrics.ts';
 import { createMailer } from '../../platform/mail/mailer.ts';
 import { createDispatcher } from './dispatcher.ts';
 import type { Dispatcher } from './dispatcher.ts';
@@ -21,14 +22,19 @@ export interface WebhookWorkersOptions {
   readonly config: Config;
   readonly kafka: KafkaClient;
   readonly orm: Orm;
+  /** The process's metrics: each delivery attempt is counted. */
+  readonly metrics?: Metrics;
   readonly logger: Logger;
 }
 
-export async function startWebhookWorkers({ config, kafka, orm, logger }: WebhookWorkersOptions): Promise<WebhookWorkers> {
+export async function startWebhookWorkers({ config, kafka, orm, metrics, logger }: WebhookWorkersOptions): Promise<WebhookWorkers> {
   const db = orm.em.fork();
   const mailer = createMailer(config, logger);
   const notices = createDisableNotices(db, mailer, logger);
-  const dispatcher = createDispatcher({ config, db, logger, onDisabled: () => void notices.sweep() });
+  const dispatcher = createDispatcher({
+    config, db, logger, onDisabled: () => void notices.sweep(),
+    ...(metrics ? { onAttempt: (outcome: string) => metrics.deliveryAttempts.inc({ outcome }) } : {}),
+  });
   // The dispatcher first: deliveries already in Postgres go out while the consumer joins its group.
   await dispatcher.start();
   const fanOut = await startFanOut({ kafka, db, logger, dispatcher, firstDelayMs: config.webhookRetryDelaysMs[0] ?? 0 });

@@ -156,6 +156,14 @@ export async function claimOutbox(tx: Db, limit: number): Promise<OutboxRecord[]
       WHERE sent_at IS NULL ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED`, [limit]);
 }
 
+/** The events not published yet: how many, and the oldest one's age in seconds (0 when none waits). */
+export async function outboxBacklog(db: Db): Promise<{ pending: number; lagSeconds: number }> {
+  const [row] = await query<{ pending: string; lag: number }>(db,
+    `SELECT count(*) AS pending, coalesce(extract(epoch FROM now() - min(created_at)), 0)::float8 AS lag
+       FROM outbox WHERE sent_at IS NULL`);
+  return { pending: Number(row?.pending ?? 0), lagSeconds: row?.lag ?? 0 };
+}
+
 export async function markOutboxSent(tx: Db, ids: readonly string[]): Promise<void> {
   await query(tx, 'UPDATE outbox SET sent_at = now() WHERE id = ANY($1::bigint[])', [ids]);
 }

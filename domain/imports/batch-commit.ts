@@ -25,6 +25,14 @@ export interface BatchJob {
   readonly logger: Logger;
   /** The resume line this run last recorded; moves on as its batches commit. */
   readonly cursor: { line: number };
+  /** Called with each batch's counts once it committed. */
+  readonly onCommitted?: (counts: BatchCounts) => void;
+}
+
+/** A batch ending with `last` committed with `counts`: the cursor moves on. */
+function committed(job: BatchJob, last: FileLine, counts: BatchCounts): void {
+  job.cursor.line = last.lineNumber;
+  job.onCommitted?.(counts);
 }
 
 const placeOf = (job: BatchJob, last: FileLine): BatchPlace =>
@@ -67,8 +75,9 @@ export async function commitBatch(job: BatchJob, batch: PreparedBatch, knownLine
 
 /** `lines` lines all proved stored, ending with `last`: their counters and cursor, one statement. */
 async function recordKnown(job: BatchJob, lines: number, last: FileLine): Promise<void> {
-  await record(job.db(), job, last, { processed: lines, succeeded: 0, failed: 0, unchanged: lines, created: 0, updated: 0 }, []);
-  job.cursor.line = last.lineNumber;
+  const counts = { processed: lines, succeeded: 0, failed: 0, unchanged: lines, created: 0, updated: 0 };
+  await record(job.db(), job, last, counts, []);
+  committed(job, last, counts);
 }
 
 /** The batch's record in `db`'s transaction; JobStopped, rolling the batch back, when the gate refuses. */
@@ -108,7 +117,7 @@ async function commitLinesOnce(job: BatchJob, part: PreparedBatch, known: Readon
     await record(tx, job, last, outcome.counts, outcome.batchErrors);
     return outcome.counts;
   });
-  job.cursor.line = last.lineNumber;
+  committed(job, last, counts);
   return counts.unchanged;
 }
 
@@ -144,6 +153,6 @@ async function commitInOneStatement(job: BatchJob, part: PreparedBatch, lines: L
     await turn.aheadCommitted;
     await record(db, job, last, counts, batchErrors);
   }
-  job.cursor.line = last.lineNumber;
+  committed(job, last, counts);
   return counts.unchanged;
 }

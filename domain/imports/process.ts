@@ -9,7 +9,7 @@ import type { BatchJob } from './batch-commit.ts';
 import { BATCH_LINES, KNOWN_RUN_LINES, batchTurn, keysOf, prepareBatch, sharesKeys } from './batch-pipeline.ts';
 import type { BatchAhead, PreparedBatch } from './batch-pipeline.ts';
 import { finishJob, loadJob, markProcessing, tryLockJob } from './job-store.ts';
-import type { JobRow } from './job-store.ts';
+import type { BatchCounts, JobRow } from './job-store.ts';
 import { MAX_FILE_BYTES } from './jobs.ts';
 import { readLines, scanFile } from './line-reader.ts';
 import type { FileLine } from './line-reader.ts';
@@ -22,6 +22,8 @@ export interface ProcessDeps {
   readonly logger: Logger;
   /** MEDIA_REFRESH_AGE_HOURS, for the media of the items the job writes. */
   readonly mediaRefreshAgeHours: number;
+  /** Called with each batch's counts once it committed (metrics). */
+  readonly onCommitted?: (counts: BatchCounts) => void;
   /** Called between batches (the Kafka consumer's heartbeat). */
   readonly heartbeat?: () => Promise<void>;
   /** True once the process is shutting down: stop after the current batch (the cursor is committed). */
@@ -91,6 +93,7 @@ async function run(deps: ProcessDeps, row: JobRow): Promise<ProcessOutcome> {
   const job: BatchJob = {
     db: () => deps.orm.em.fork(), jobId: row.id, catalogId: row.catalog_id, dryRun: row.dry_run,
     mediaRefreshAgeHours: deps.mediaRefreshAgeHours, logger: deps.logger, cursor: { line: Number(row.resume_line) },
+    ...(deps.onCommitted ? { onCommitted: deps.onCommitted } : {}),
   };
   // Read lines ahead unless the last batch committed was mostly lines already stored (a re-import).
   // Lines read ahead are expected to be new: their fingerprints are not looked up, and a line

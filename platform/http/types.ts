@@ -6,7 +6,7 @@ import type { Config } from '../config/config.ts';
 import type { Logger } from '../log/logger.ts';
 import type { ObjectStorage } from '../storage/storage.ts';
 import type { Contract } from './contract.ts';
-import type { Metrics } from './metrics.ts';
+import type { Metrics } from '../metrics.ts';
 import type { RateLimitState } from './rate-limit.ts';
 
 export type Scope = 'catalog:read' | 'catalog:write' | 'bulk_import:manage' | 'webhooks:manage' | 'stock:write';

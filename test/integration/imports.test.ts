@@ -7,12 +7,19 @@ import * as api from '../../generated/client.ts';
 import { clientOptions, expectData, expectStatus } from '../helpers/client.ts';
 import { sqlClient } from '../helpers/database.ts';
 import { allErrors, item, jsonl, runImport, startImportService, upload, waitForJob } from '../helpers/imports.ts';
+import { metricValue } from '../helpers/metrics.ts';
 import type { Tenant, TestService } from '../helpers/service.ts';
 
 const FILE = import.meta.filename;
 let service: TestService;
 let sql: Awaited<ReturnType<typeof sqlClient>>;
 const opts = (tenant: Tenant, headers: Record<string, string> = {}) => clientOptions(service.url, tenant.key, headers);
+
+/** catalog_import_lines_total by outcome; a series not yet counted reads 0. */
+async function importLineMetrics() {
+  const value = async (outcome: string) => (await metricValue(service.url, 'catalog_import_lines_total', { outcome })) ?? 0;
+  return { created: await value('created'), updated: await value('updated'), unchanged: await value('unchanged'), failed: await value('failed') };
+}
 
 before(async () => {
   service = await startImportService(FILE);
@@ -138,9 +145,14 @@ test('file rules, counters and line errors: BOM, CRLF, empty lines, bad JSON, ba
       ...valid,
     ]).subarray(0, -1), // the last line has no LF
   ]);
+  const linesBefore = await importLineMetrics();
   const job = await runImport(opts(tenant), file);
   assert.equal(job.status, 'completed_with_errors');
   assert.deepEqual(job.counts, { total: 249, processed: 249, succeeded: 242, failed: 7, unchanged: 0 });
+  // /metrics counts the committed lines by outcome (this file's tests run one at a time).
+  const linesAfter = await importLineMetrics();
+  assert.deepEqual(Object.fromEntries(Object.entries(linesAfter).map(([k, v]) => [k, v - linesBefore[k as keyof typeof linesBefore]])),
+    { created: 242, updated: 0, unchanged: 0, failed: 7 });
   assert.equal(job.errorCount, 7);
   assert.equal(job.progress, 100);
   assert.equal(job.failureReason, null);

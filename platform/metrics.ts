@@ -1,0 +1,83 @@
+// Prometheus metrics of the process, one registry built by the root: HTTP traffic, import lines, webhook attempts, outbox lag, runtime.
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+export interface Metrics {
+  readonly registry: Registry;
+  readonly requests: Counter<'method' | 'operation' | 'status'>;
+  readonly duration: Histogram<'method' | 'operation'>;
+  /** Import lines committed, by outcome: created, updated, unchanged, failed (a line error). */
+  readonly importLines: Counter<'outcome'>;
+  /** Webhook delivery attempts, by outcome: succeeded, failed (another attempt follows), exhausted. */
+  readonly deliveryAttempts: Counter<'outcome'>;
+}
+
+/** The events the outbox holds that the relay has not published yet. */
+export interface OutboxBacklog {
+  readonly pending: number;
+  /** Age of the oldest of them, in seconds; 0 when there are none. */
+  readonly lagSeconds: number;
+}
+
+export interface MetricsOptions {
+  /** Read at every scrape. When it fails (the database is away) both outbox series read NaN: unknown, not zero. */
+  readonly outboxBacklog?: () => Promise<OutboxBacklog>;
+}
+
+export function createMetrics(options: MetricsOptions = {}): Metrics {
+  const registry = new Registry();
+  registry.setDefaultLabels({ service: 'catalog' });
+  collectDefaultMetrics({ register: registry });
+  const requests = new Counter({
+    name: 'catalog_http_requests_total',
+    help: 'HTTP requests answered, by operation and status.',
+    labelNames: ['method', 'operation', 'status'] as const,
+    registers: [registry],
+  });
+  const duration = new Histogram({
+    name: 'catalog_http_request_duration_seconds',
+    help: 'Time from request to the last byte of the response.',
+    labelNames: ['method', 'operation'] as const,
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+    registers: [registry],
+  });
+  const importLines = new Counter({
+    name: 'catalog_import_lines_total',
+    help: 'Import lines committed by this process, by outcome (a dry run counts what it would have done).',
+    labelNames: ['outcome'] as const,
+    registers: [registry],
+  });
+  const deliveryAttempts = new Counter({
+    name: 'catalog_webhook_delivery_attempts_total',
+    help: 'Webhook delivery attempts made by this process, by outcome.',
+    labelNames: ['outcome'] as const,
+    registers: [registry],
+  });
+  const backlog = options.outboxBacklog;
+  if (backlog) {
+    // Both series come from one reading, taken by whichever of the two is collected first.
+    let reading: Promise<OutboxBacklog | undefined> | undefined;
+    const read = () => {
+      reading ??= backlog().catch(() => undefined).finally(() => setImmediate(() => { reading = undefined; }));
+      return reading;
+    };
+    new Gauge({
+      name: 'catalog_outbox_pending_events',
+      help: 'Events committed to the outbox and not yet published to Kafka.',
+      registers: [registry],
+      async collect() {
+        const now = await read();
+        this.set(now ? now.pending : Number.NaN);
+      },
+    });
+    new Gauge({
+      name: 'catalog_outbox_lag_seconds',
+      help: 'Age of the oldest event not yet published to Kafka (0 when none waits).',
+      registers: [registry],
+      async collect() {
+        const now = await read();
+        this.set(now ? now.lagSeconds : Number.NaN);
+      },
+    });
+  }
+  return { registry, requests, duration, importLines, deliveryAttempts };
+}
