@@ -58,13 +58,18 @@ function run(dir: string, bench: string): string {
   return result.stdout;
 }
 
-/** Each printed line with a figure: its label (the text before the first number) and that number. */
+/**
+ * Each printed line with a figure: its label (the text before the first number, numbered when
+ * it repeats, as `unchanged` does for single and bulk upserts) and that number.
+ */
 function figures(output: string): Map<string, number> {
   const found = new Map<string, number>();
   for (const line of output.split('\n')) {
     const match = /^(\D*?)\s*(\d[\d,]*(?:\.\d+)?)/.exec(line.trim());
-    if (!match || match[1]!.trim() === '' || found.has(match[1]!)) continue;
-    found.set(match[1]!, Number(match[2]!.replaceAll(',', '')));
+    if (!match || match[1]!.trim() === '') continue;
+    let label = match[1]!;
+    for (let n = 2; found.has(label); n += 1) label = `${match[1]!} (${n})`;
+    found.set(label, Number(match[2]!.replaceAll(',', '')));
   }
   return found;
 }
@@ -82,7 +87,7 @@ try {
         outputs[side].push(figures(output));
       }
     }
-    console.log(`\n${bench}: the first figure of each line, ${ref} | this work tree, per round (ratio = this / ${ref})`);
+    console.log(`\n${bench}: the first figure of each line, ${ref} | this work tree, per round (ratio = this / ${ref}; for a time, lower is better)`);
     for (const label of outputs.head[0]!.keys()) {
       const pairs = outputs.head.map((head, i) => [outputs.base[i]!.get(label), head.get(label)] as const);
       if (pairs.some(([b]) => b === undefined)) continue;
