@@ -123,7 +123,7 @@ async function commitEvents(count: number, label: string): Promise<void> {
     data: { externalId: `${label}-${i}`, externalSystem: 'bench', serviceId: crypto.randomUUID(), sku: `SKU-${label}-${i}`, contentHash: 'f'.repeat(64) },
   }));
   await orm.em.fork().transactional(async (tx) => {
-    await writeOutbox(tx, events.map(eventRow));
+    await writeOutbox(tx, events.map((event) => eventRow(event)));
     // A receipt handled before the COMMIT callback runs (a busy event loop) still finds a time.
     const sending = Date.now();
     for (const event of events) commitAt.set(event.id, sending);

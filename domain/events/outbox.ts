@@ -83,15 +83,31 @@ export function domainEvent<TData extends object>(input: DomainEventInput<TData>
   };
 }
 
-/** The outbox row for a domain event: topic `catalog.events.v1`, key = resourceId (per-resource order). */
-export function eventRow(event: DomainEvent<object>): OutboxRow {
+/** The version of the event bodies' schema, in every event's `schema-version` header. */
+export const EVENT_SCHEMA_VERSION = '1';
+
+/**
+ * Kafka keys of `catalog.events.v1`: all the events of one resource, and only those, share a key,
+ * so they keep their order on one partition. An item's (its item.* and stock.adjusted events) is
+ * its identity in its catalog, a media asset's its catalog and sourceUrlHash, each a JSON array of
+ * strings (unambiguous whatever the strings hold); an import's is the job id and a webhook test's
+ * the webhook id (UUIDs, unique on their own).
+ */
+export const itemEventKey = (catalogId: string, externalSystem: string, externalId: string): string =>
+  JSON.stringify([catalogId, externalSystem, externalId]);
+export const mediaEventKey = (catalogId: string, sourceUrlHash: string): string => JSON.stringify([catalogId, sourceUrlHash]);
+
+/** The headers of every event on `catalog.events.v1`. */
+export function eventHeaders(event: Pick<DomainEvent, 'id' | 'type' | 'catalogId'>): Record<string, string> {
   return {
-    topic: TOPICS.events,
-    key: event.resourceId,
-    eventId: event.id,
-    payload: JSON.stringify(event),
-    headers: { 'event-type': event.type },
+    'event-id': event.id, 'event-type': event.type, 'catalog-id': event.catalogId,
+    'content-type': 'application/json', 'schema-version': EVENT_SCHEMA_VERSION,
   };
+}
+
+/** The outbox row for a domain event on `catalog.events.v1`, keyed by its resource (see itemEventKey). */
+export function eventRow(event: DomainEvent<object>, key: string = event.resourceId): OutboxRow {
+  return { topic: TOPICS.events, key, eventId: event.id, payload: JSON.stringify(event), headers: eventHeaders(event) };
 }
 
 /**

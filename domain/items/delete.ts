@@ -1,7 +1,7 @@
 // Deleting an item: destructive, emits item.deleted in the same transaction.
 import type { Db } from '../../platform/db/sql.ts';
 import { notFound } from '../../platform/errors.ts';
-import { domainEvent, eventRow, writeOutbox } from '../events/outbox.ts';
+import { domainEvent, eventRow, itemEventKey, writeOutbox } from '../events/outbox.ts';
 import { deleteItemRow } from './store.ts';
 
 export interface DeletedItem {
@@ -19,7 +19,7 @@ export async function deleteItem(db: Db, catalogId: string, externalSystem: stri
       catalogId,
       resourceId: externalId,
       data: { externalId, externalSystem, serviceId: row.id, sku: row.sku },
-    }))]);
+    }), itemEventKey(catalogId, externalSystem, externalId))]);
     return { externalSystem, externalId, serviceId: row.id };
   });
 }

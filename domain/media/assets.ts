@@ -1,7 +1,7 @@
 // The media asset record as the consumer reads and writes it: loaded per batch, changes group-committed, each with its media.* event in the same transaction.
 import type { Db } from '../../platform/db/sql.ts';
 import { groupCommit } from '../../platform/group-commit.ts';
-import { domainEvent, eventRow, writeOutbox } from '../events/outbox.ts';
+import { domainEvent, eventRow, mediaEventKey, writeOutbox } from '../events/outbox.ts';
 import type { OutboxRow } from '../events/outbox.ts';
 import { findAssets, writeAssetChanges } from './asset-store.ts';
 import type { AssetChange, StoredAsset } from './asset-store.ts';
@@ -55,17 +55,18 @@ const withIds = (job: MediaJob) => (job.externalIds.length > 0 ? { externalIds: 
 function eventOf(change: Change): OutboxRow | undefined {
   const { asset } = change;
   const base = { catalogId: asset.catalogId, resourceId: asset.sourceUrlHash };
+  const key = mediaEventKey(asset.catalogId, asset.sourceUrlHash);
   const url = normalizeMediaUrl(asset.sourceUrl);
   if (change.kind === 'ingested') {
     const { image } = change;
     return eventRow(domainEvent({ ...base, type: 'media.ingested', data: {
       sourceUrlHash: asset.sourceUrlHash, url, contentType: image.contentType, width: image.width, height: image.height, byteSize: image.byteSize, ...withIds(change.job),
-    } }));
+    } }), key);
   }
   if (change.kind === 'failed' && asset.status !== 'ingested') {
     return eventRow(domainEvent({ ...base, type: 'media.ingestion_failed', data: {
       sourceUrlHash: asset.sourceUrlHash, url, reason: change.failure.reason, message: change.failure.message, ...withIds(change.job),
-    } }));
+    } }), key);
   }
   return undefined;
 }

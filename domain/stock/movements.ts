@@ -4,7 +4,7 @@ import { query, sql } from '../../platform/db/sql.ts';
 import type { Db } from '../../platform/db/sql.ts';
 import { notFound, unprocessable } from '../../platform/errors.ts';
 import { newId } from '../../platform/ids.ts';
-import { domainEvent, eventRow, writeOutbox } from '../events/outbox.ts';
+import { domainEvent, eventRow, itemEventKey, writeOutbox } from '../events/outbox.ts';
 import { adjustOnHand, itemStock, ON_HAND_MAX, ON_HAND_MIN } from '../items/store.ts';
 import type { ItemStock } from '../items/store.ts';
 import { isoTime } from '../items/view.ts';
@@ -84,7 +84,7 @@ export async function recordMovement(
         externalId, externalSystem, serviceId: item.id, movementId: movement.id,
         quantity: movement.quantity, reason: movement.reason, onHand: item.onHand,
       },
-    }))]);
+    }), itemEventKey(catalogId, externalSystem, externalId))]);
     return { movement, onHand: item.onHand };
   });
 }

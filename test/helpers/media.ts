@@ -62,7 +62,7 @@ export async function mediaJobs(sql: pg.Client, catalogId: string): Promise<Arra
 export async function mediaEvents(sql: pg.Client, catalogId: string, sourceUrlHash?: string): Promise<any[]> {
   const { rows } = await sql.query(
     `SELECT payload FROM outbox WHERE topic = 'catalog.events.v1' AND headers ->> 'event-type' LIKE 'media.%'
-      AND payload::jsonb ->> 'catalogId' = $1 AND ($2::text IS NULL OR key = $2) ORDER BY id`, [catalogId, sourceUrlHash ?? null]);
+      AND payload::jsonb ->> 'catalogId' = $1 AND ($2::text IS NULL OR payload::jsonb ->> 'resourceId' = $2) ORDER BY id`, [catalogId, sourceUrlHash ?? null]);
   return rows.map((r) => JSON.parse(r.payload));
 }
 

@@ -36,15 +36,17 @@ async function eventsFor(resourceId: string, count: number): Promise<Array<{ rec
   }
 }
 
-function assertEnvelope(event: { record: TopicRecord; body: any }, type: string, resourceId: string) {
+function assertEnvelope(event: { record: TopicRecord; body: any }, type: string, resourceId: string, externalSystem = 'erp') {
   assert.deepEqual(Object.keys(event.body).sort(), ['catalogId', 'createdAt', 'data', 'id', 'resourceId', 'type']);
   assert.equal(event.body.type, type);
   assert.equal(event.body.catalogId, tenant.catalogId);
   assert.equal(event.body.resourceId, resourceId);
   assert.match(event.body.createdAt, ISO_MS_UTC);
   assert.match(event.body.id, /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[0-9a-f]{4}-[0-9a-f]{12}$/);
-  assert.equal(event.record.key, resourceId, 'the Kafka key is the resourceId');
-  assert.equal(event.record.headers['event-id'], event.body.id);
+  assert.equal(event.record.key, JSON.stringify([tenant.catalogId, externalSystem, resourceId]), "the Kafka key is the item's identity");
+  assert.deepEqual({ ...event.record.headers }, {
+    'event-id': event.body.id, 'event-type': type, 'catalog-id': tenant.catalogId, 'content-type': 'application/json', 'schema-version': '1',
+  });
 }
 
 test('created, updated, deleted: one event each in order; unchanged emits none', async () => {
@@ -62,6 +64,18 @@ test('created, updated, deleted: one event each in order; unchanged emits none',
   assertEnvelope(events[2]!, 'item.deleted', 'EV-1');
   assert.deepEqual(events[2]!.body.data, { externalId: 'EV-1', externalSystem: 'erp', serviceId: created.serviceId, sku: 'EV-SKU' });
   assert.equal(new Set(events.map((e) => e.body.id)).size, 3);
+});
+
+test("one item's events share a key, and only its events: the same externalId in two systems, any characters", async () => {
+  const ids = [['erp', 'EV-K'], ['pim', 'EV-K'], ['erp', 'EV-K","pim'], ['pim', 'EV-K é"\\ \u0001 \u2028 .']] as const;
+  for (const [externalSystem, externalId] of ids) expectData(await api.upsertItem({ externalSystem, externalId, name: 'Keyed' }, opts()), 201);
+  for (const [externalSystem, externalId] of ids) expectData(await api.deleteItem(externalSystem, externalId, opts()), 200);
+  for (const [externalSystem, externalId] of ids) {
+    // Written by SQL (item.created) and by JSON.stringify (item.deleted): the same key, byte for byte.
+    const events = (await eventsFor(externalId, 2 * ids.filter(([, id]) => id === externalId).length)).filter((e) => e.body.data.externalSystem === externalSystem);
+    assert.deepEqual(events.map((e) => e.body.type), ['item.created', 'item.deleted'], `${externalSystem}/${externalId}`);
+    for (const event of events) assertEnvelope(event, event.body.type, externalId, externalSystem);
+  }
 });
 
 test('bulk upserts emit one event per created or updated element, none for failures', async () => {

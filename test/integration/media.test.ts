@@ -285,7 +285,7 @@ test('failures end as failed assets with media.ingestion_failed and a reason', a
   }
 });
 
-test('media events reach catalog.events.v1 keyed by sourceUrlHash', async () => {
+test('media events reach catalog.events.v1 keyed by their catalog and sourceUrlHash', async () => {
   const written = await mediaEvents(sql, tenant.catalogId);
   const topic = `${service.config.kafkaTopicPrefix}catalog.events.v1`;
   const published = await eventually(async () => {
@@ -294,5 +294,10 @@ test('media events reach catalog.events.v1 keyed by sourceUrlHash', async () => 
     return media.length >= written.length ? media : undefined;
   }, 'media events on Kafka');
   assert.deepEqual(new Set(published.map((r) => JSON.parse(r.value!.toString('utf8')).id)), new Set(written.map((e) => e.id)));
-  for (const record of published) assert.equal(record.key, JSON.parse(record.value!.toString('utf8')).resourceId);
+  for (const record of published) {
+    const event = JSON.parse(record.value!.toString('utf8'));
+    assert.equal(record.key, JSON.stringify([tenant.catalogId, event.resourceId]));
+    assert.equal(record.headers['catalog-id'], tenant.catalogId);
+    assert.equal(record.headers['schema-version'], '1');
+  }
 });

@@ -110,8 +110,8 @@ after(async () => {
 
 describe('outbox relay', () => {
   test('events committed in a transaction reach the topic with the same key and bytes; a rollback publishes nothing', async () => {
-    const committed = [itemEvent(1), itemEvent(2), itemEvent(3, 'ext-1')].map(eventRow);
-    const rolledBack = [itemEvent(99)].map(eventRow);
+    const committed = [itemEvent(1), itemEvent(2), itemEvent(3, 'ext-1')].map((event) => eventRow(event));
+    const rolledBack = [itemEvent(99)].map((event) => eventRow(event));
     await writeInTransaction(committed);
     await writeInTransaction(rolledBack, true);
 
@@ -130,7 +130,7 @@ describe('outbox relay', () => {
   });
 
   test('a write outside a transaction commits on its own and is published the same way', async () => {
-    const rows = [itemEvent(7), itemEvent(8)].map(eventRow);
+    const rows = [itemEvent(7), itemEvent(8)].map((event) => eventRow(event));
     await writeOutbox(orm.em.fork(), rows);
     await waitUntil('the relay to publish', async () => (await unsentCount()) === 0, 30_000);
     assertPublishedExactly(await readTopic(brokers, kafka.topic(TOPICS.events)), rows);
@@ -142,7 +142,7 @@ describe('outbox relay', () => {
     const lingering = createOutboxRelay({ orm, databaseUrl, kafka, logger, pollIntervalMs: 120_000, lingerMs: 3000, lingerAfterRows: 5 });
     await lingering.start();
     try {
-      const alone = [itemEvent(501)].map(eventRow);
+      const alone = [itemEvent(501)].map((event) => eventRow(event));
       await writeInTransaction(alone);
       // A claim of fewer than lingerAfterRows rows is followed by a wait for NOTIFY, not by the linger.
       await waitUntil('the lone event to be published', async () => (await unsentCount()) === 0, 2000);
