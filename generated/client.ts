@@ -393,6 +393,10 @@ export type DeliveryAttempt = {
     responseBodyExcerpt: string | null;
 };
 export type WebhookDeliveryDetail = WebhookDelivery & {
+    /** The request body of every attempt, byte for byte as sent (the event's JSON, the
+    same bytes as on Kafka `catalog.events.v1`): what the signature covers.
+     */
+    body: string;
     attempts: DeliveryAttempt[];
 };
 /**

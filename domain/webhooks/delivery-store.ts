@@ -238,8 +238,9 @@ export async function deliveryPage(
 }
 
 /** One delivery of the webhook with its attempts, or undefined. */
-export async function findDelivery(db: Db, webhookId: string, deliveryId: string): Promise<(WebhookDelivery & { attempts: DeliveryAttempt[] }) | undefined> {
-  const [row] = await query<DeliveryRow>(db, `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE id = $1 AND webhook_id = $2`, [deliveryId, webhookId]);
+export async function findDelivery(db: Db, webhookId: string, deliveryId: string): Promise<(WebhookDelivery & { body: string; attempts: DeliveryAttempt[] }) | undefined> {
+  const [row] = await query<DeliveryRow & { payload: string }>(db,
+    `SELECT ${DELIVERY_COLUMNS}, payload FROM webhook_deliveries WHERE id = $1 AND webhook_id = $2`, [deliveryId, webhookId]);
   if (!row) return undefined;
   const attempts = await query<{
     attempt_number: number; started_at: Timestamp; status_code: number | null; duration_ms: number; error: string | null; response_excerpt: string | null;
@@ -247,6 +248,7 @@ export async function findDelivery(db: Db, webhookId: string, deliveryId: string
        FROM webhook_attempts WHERE delivery_id = $1 ORDER BY attempt_number, id`, [deliveryId]);
   return {
     ...deliveryView(row),
+    body: row.payload,
     attempts: attempts.map((a) => ({
       attemptNumber: a.attempt_number, startedAt: iso(a.started_at), statusCode: a.status_code,
       durationMs: a.duration_ms, error: a.error, responseBodyExcerpt: a.response_excerpt,

@@ -254,6 +254,7 @@ describe('delivery', () => {
       await new Promise((done) => setTimeout(done, 20));
     }
     assert.equal(detail?.status, 'succeeded');
+    assert.equal(detail?.body, receipt!.rawBody.toString('utf8'), 'the detail shows the exact body that was POSTed');
     assert.equal(detail?.attemptCount, 1);
     assert.equal(detail?.nextAttemptAt, null);
     assert.equal(detail?.attempts.length, 1);
