@@ -69,7 +69,9 @@ export async function startService(config: Config, logger: Logger = createLogger
     };
     if (config.role !== 'api') {
       // The relay runs with the consumers: an api-only fleet leaves events safely in the outbox.
-      const relay = createOutboxRelay({ orm, databaseUrl: config.databaseUrl, kafka, logger });
+      const relay = createOutboxRelay({
+        orm, databaseUrl: config.databaseUrl, kafka, logger, eventRetentionMs: config.eventRetentionDays * 24 * 3600_000,
+      });
       await relay.start();
       closers.push(() => relay.stop());
       // Side by side: each waits for its consumer group's join, which after a crash can take a

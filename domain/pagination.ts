@@ -34,6 +34,15 @@ export function decodeCursor(cursor: string): CursorKey {
     && isId(i) ? { at: a, id: i } : undefined));
 }
 
+/** The cursor of lists ordered by an id alone (the event log: UUIDv7 ids sort by time). */
+export function encodeIdCursor(id: string): string {
+  return encode({ e: id });
+}
+
+export function decodeIdCursor(cursor: string): string {
+  return decode(cursor, ({ e }) => (typeof e === 'string' && isId(e) ? e.toLowerCase() : undefined));
+}
+
 /** The cursor of lists ordered by line number (an import's line errors). */
 export function encodeLineCursor(lineNumber: number): string {
   return encode({ l: lineNumber });

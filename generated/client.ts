@@ -305,6 +305,24 @@ export type ImportErrorList = {
     errors: ImportLineError[];
     nextCursor: string | null;
 };
+export type EventType = "item.created" | "item.updated" | "item.deleted" | "variant.created" | "variant.updated" | "variant.deleted" | "stock.adjusted" | "media.ingested" | "media.ingestion_failed" | "import.completed" | "import.failed" | "webhook.test";
+export type EventEnvelope = {
+    /** Event id (also `X-Service-Event-Id` and `webhook-id`). */
+    id: string;
+    "type": EventType;
+    catalogId: string;
+    /** The resource the event is about: the `externalId` for item and stock events, the `sourceUrlHash` for media events, the `jobId` for import events, the webhook id for `webhook.test`. */
+    resourceId: string;
+    /** ISO 8601 with milliseconds, UTC. */
+    createdAt: string;
+    /** Type-specific payload. */
+    data: object;
+};
+export type EventList = {
+    events: EventEnvelope[];
+    /** `null` on the last page; newer events are read later with `after` = the last event's id. */
+    nextCursor: string | null;
+};
 export type WebhookUrl = string;
 export type EventSubscription = "*" | "item.created" | "item.updated" | "item.deleted" | "variant.created" | "variant.updated" | "variant.deleted" | "stock.adjusted" | "media.ingested" | "media.ingestion_failed" | "import.completed" | "import.failed" | "webhook.test";
 export type CreateWebhookRequest = {
@@ -360,7 +378,6 @@ export type RecoverWebhookRequest = {
     until?: string;
 };
 export type DeliveryStatus = "pending" | "succeeded" | "exhausted";
-export type EventType = "item.created" | "item.updated" | "item.deleted" | "variant.created" | "variant.updated" | "variant.deleted" | "stock.adjusted" | "media.ingested" | "media.ingestion_failed" | "import.completed" | "import.failed" | "webhook.test";
 export type WebhookDelivery = {
     /** The delivery id (`deliveryId`). */
     id: string;
@@ -1010,6 +1027,89 @@ export function listImportErrors(jobId: string, { errorType, limit, cursor }: {
         limit,
         cursor
     }))}`, {
+        ...opts
+    });
+}
+/**
+ * List the catalog's events
+ */
+export function listEvents({ limit, cursor, after, $type, resourceId, since, until }: {
+    limit?: number;
+    cursor?: string;
+    after?: string;
+    $type?: EventType;
+    resourceId?: string;
+    since?: string;
+    until?: string;
+} = {}, opts?: Oazapfts.RequestOpts) {
+    return oazapfts.fetchJson<{
+        status: 200;
+        data: {
+            success: SuccessFlag;
+            data: EventList;
+        };
+    } | {
+        status: 400;
+        data: ErrorResponse;
+    } | {
+        status: 401;
+        data: ErrorResponse;
+    } | {
+        status: 403;
+        data: ErrorResponse;
+    } | {
+        status: 429;
+        data: ErrorResponse;
+    } | {
+        status: 500;
+        data: ErrorResponse;
+    } | {
+        status: 503;
+        data: ErrorResponse;
+    }>(`/events${QS.query(QS.explode({
+        limit,
+        cursor,
+        after,
+        "type": $type,
+        resourceId,
+        since,
+        until
+    }))}`, {
+        ...opts
+    });
+}
+/**
+ * Read one event
+ */
+export function getEvent(eventId: string, opts?: Oazapfts.RequestOpts) {
+    return oazapfts.fetchJson<{
+        status: 200;
+        data: {
+            success: SuccessFlag;
+            data: EventEnvelope;
+        };
+    } | {
+        status: 400;
+        data: ErrorResponse;
+    } | {
+        status: 401;
+        data: ErrorResponse;
+    } | {
+        status: 403;
+        data: ErrorResponse;
+    } | {
+        status: 404;
+        data: ErrorResponse;
+    } | {
+        status: 429;
+        data: ErrorResponse;
+    } | {
+        status: 500;
+        data: ErrorResponse;
+    } | {
+        status: 503;
+        data: ErrorResponse;
+    }>(`/events/${encodeURIComponent(eventId)}`, {
         ...opts
     });
 }

@@ -1,6 +1,8 @@
 // operationId → handler. Start-up fails when this map and the contract disagree.
 import type { Contract } from '../platform/http/contract.ts';
 import type { Handler } from '../platform/http/types.ts';
+import { getEvent } from './events/get-event.ts';
+import { listEvents } from './events/list-events.ts';
 import { cancelImport } from './imports/cancel-import.ts';
 import { createImport } from './imports/create-import.ts';
 import { getImport } from './imports/get-import.ts';
@@ -50,6 +52,9 @@ export const handlers: Readonly<Record<string, Handler>> = Object.freeze({
   cancelImport,
   retryImport,
   listImportErrors,
+  // events
+  listEvents,
+  getEvent,
   // webhooks
   createWebhook,
   listWebhooks,

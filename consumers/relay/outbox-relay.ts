@@ -28,7 +28,9 @@ export interface OutboxRelayOptions {
   /** Fallback poll when no NOTIFY arrives (a lost LISTEN connection, a writer with notify off). */
   readonly pollIntervalMs?: number;
   readonly maxBackoffMs?: number;
-  /** Sent rows older than this are deleted. */
+  /** Sent events older than this are deleted (GET /events reads them until then). */
+  readonly eventRetentionMs?: number;
+  /** Sent work messages (import and media jobs) older than this are deleted. */
   readonly retentionMs?: number;
   readonly cleanupIntervalMs?: number;
 }
@@ -83,6 +85,7 @@ export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
   const pollIntervalMs = options.pollIntervalMs ?? 1000;
   const maxBackoffMs = options.maxBackoffMs ?? 30_000;
   const retentionMs = options.retentionMs ?? 24 * 3600_000;
+  const eventRetentionMs = options.eventRetentionMs ?? 30 * 24 * 3600_000;
   const cleanupIntervalMs = options.cleanupIntervalMs ?? 10 * 60_000;
   const db = options.orm.em.fork();
   const stats: OutboxRelayStats = { published: 0, batches: 0, failures: 0, lastError: undefined };
@@ -165,7 +168,7 @@ export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
   async function cleanup(): Promise<void> {
     if (Date.now() - lastCleanup < cleanupIntervalMs) return;
     lastCleanup = Date.now();
-    const cutoff = new Date(Date.now() - retentionMs);
+    const cutoff = { events: new Date(Date.now() - eventRetentionMs), others: new Date(Date.now() - retentionMs) };
     let deleted = 0;
     // Small deletes keep each transaction short next to the writers.
     for (;;) {

@@ -43,6 +43,8 @@ export interface OutboxRow {
   /** The exact bytes to publish; never re-serialized after this point. */
   readonly payload: string;
   readonly headers?: Readonly<Record<string, string>>;
+  /** A domain event's catalog, which GET /events lists it under; absent for work messages. */
+  readonly catalogId?: string;
 }
 
 export interface WriteOutboxOptions {
@@ -56,11 +58,11 @@ export const OUTBOX_CHANNEL = 'outbox';
 /**
  * For a statement that appends events in one round trip with the change they report: its
  * `events` and `notified` CTEs, `events` inserting the rows `select` yields (event_id, topic,
- * key, payload, headers) and `notified` waking the relay when it inserted any.
+ * key, payload, headers, catalog_id) and `notified` waking the relay when it inserted any.
  */
 export function appendEventsCtes(select: SqlFragment): SqlFragment {
   return sql`events AS (
-      INSERT INTO outbox (event_id, topic, key, payload, headers)
+      INSERT INTO outbox (event_id, topic, key, payload, headers, catalog_id)
       ${select}
       RETURNING 1
     ), notified AS (
@@ -68,7 +70,7 @@ export function appendEventsCtes(select: SqlFragment): SqlFragment {
     )`;
 }
 
-// 5 parameters a row, well under the 65,535 a statement may carry.
+// 6 parameters a row, well under the 65,535 a statement may carry.
 const ROWS_PER_INSERT = 1000;
 
 /** A new event with a time-ordered UUIDv7 id (the webhook event id and the Kafka `event-id` header). */
@@ -107,7 +109,7 @@ export function eventHeaders(event: Pick<DomainEvent, 'id' | 'type' | 'catalogId
 
 /** The outbox row for a domain event on `catalog.events.v1`, keyed by its resource (see itemEventKey). */
 export function eventRow(event: DomainEvent<object>, key: string = event.resourceId): OutboxRow {
-  return { topic: TOPICS.events, key, eventId: event.id, payload: JSON.stringify(event), headers: eventHeaders(event) };
+  return { topic: TOPICS.events, key, eventId: event.id, payload: JSON.stringify(event), headers: eventHeaders(event), catalogId: event.catalogId };
 }
 
 /**
@@ -135,8 +137,8 @@ export async function writeOutbox(db: Db, rows: readonly OutboxRow[], options: W
     const params: unknown[] = [];
     const mark = (value: unknown): string => `$${params.push(value)}`;
     const values = chunk.map((row) =>
-      `(${mark(row.eventId)}::uuid, ${mark(row.topic)}, ${mark(row.key)}, ${mark(row.payload)}, ${mark(JSON.stringify(row.headers ?? {}))}::jsonb)`);
-    const insert = `INSERT INTO outbox (event_id, topic, key, payload, headers) VALUES ${values.join(', ')}`;
+      `(${mark(row.eventId)}::uuid, ${mark(row.topic)}, ${mark(row.key)}, ${mark(row.payload)}, ${mark(JSON.stringify(row.headers ?? {}))}::jsonb, ${mark(row.catalogId ?? null)}::uuid)`);
+    const insert = `INSERT INTO outbox (event_id, topic, key, payload, headers, catalog_id) VALUES ${values.join(', ')}`;
     const last = start + ROWS_PER_INSERT >= rows.length;
     // The notification rides on the last insert: one round trip per chunk, hot paths included.
     await query(db,
@@ -184,10 +186,62 @@ export async function markOutboxSent(tx: Db, ids: readonly string[]): Promise<vo
   await query(tx, 'UPDATE outbox SET sent_at = now() WHERE id = ANY($1::bigint[])', [ids]);
 }
 
-/** Deletes up to `limit` rows sent before `cutoff`; returns how many. */
-export async function deleteSentOutbox(db: Db, cutoff: Date, limit: number): Promise<number> {
+/**
+ * Deletes up to `limit` sent rows: events (which GET /events reads) sent before `cutoff.events`,
+ * work messages sent before `cutoff.others`; returns how many.
+ */
+export async function deleteSentOutbox(db: Db, cutoff: { events: Date; others: Date }, limit: number): Promise<number> {
   const [row] = await query<{ deleted: string }>(db,
-    `WITH gone AS (DELETE FROM outbox WHERE id IN (SELECT id FROM outbox WHERE sent_at < $1 ORDER BY id LIMIT $2) RETURNING 1)
-     SELECT count(*) AS deleted FROM gone`, [cutoff, limit]);
+    `WITH gone AS (DELETE FROM outbox WHERE id IN (
+       SELECT id FROM outbox WHERE sent_at < CASE WHEN catalog_id IS NULL THEN $2::timestamptz ELSE $1::timestamptz END
+        ORDER BY id LIMIT $3) RETURNING 1)
+     SELECT count(*) AS deleted FROM gone`, [cutoff.events, cutoff.others, limit]);
   return Number(row?.deleted ?? 0);
+}
+
+/** Filters of the event log (GET /events). */
+export interface EventFilters {
+  readonly type?: string | undefined;
+  readonly resourceId?: string | undefined;
+  /** ISO 8601 UTC with milliseconds, as events carry createdAt. */
+  readonly since?: string | undefined;
+  readonly until?: string | undefined;
+  /** Only events after this event id. */
+  readonly after?: string | undefined;
+}
+
+// UUIDv7 ids begin with their Unix time in ms: the lowest id of a millisecond bounds a time range
+// on the index. An event's id and its createdAt are taken a moment apart, hence the margin.
+const ID_CLOCK_MARGIN_MS = 1000;
+const lowestIdAt = (ms: number): string => {
+  const hex = Math.max(0, ms).toString(16).padStart(12, '0');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-7000-8000-000000000000`;
+};
+
+/** A page of the catalog's events, oldest first, each as delivered. */
+export async function eventPage(db: Db, catalogId: string, filters: EventFilters, limit: number): Promise<{ events: object[]; last: string | undefined; more: boolean }> {
+  const conditions = [sql`catalog_id = ${catalogId}::uuid`];
+  if (filters.after) conditions.push(sql`event_id > ${filters.after}::uuid`);
+  if (filters.since) {
+    conditions.push(sql`event_id >= ${lowestIdAt(Date.parse(filters.since) - ID_CLOCK_MARGIN_MS)}::uuid`);
+    conditions.push(sql`payload::jsonb ->> 'createdAt' >= ${filters.since}`);
+  }
+  if (filters.until) {
+    conditions.push(sql`event_id < ${lowestIdAt(Date.parse(filters.until) + ID_CLOCK_MARGIN_MS)}::uuid`);
+    conditions.push(sql`payload::jsonb ->> 'createdAt' < ${filters.until}`);
+  }
+  if (filters.type) conditions.push(sql`headers ->> 'event-type' = ${filters.type}`);
+  if (filters.resourceId) conditions.push(sql`payload::jsonb ->> 'resourceId' = ${filters.resourceId}`);
+  const rows = await query<{ event_id: string; payload: string }>(db, sql`
+    SELECT event_id, payload FROM outbox WHERE ${sql.join(conditions, sql` AND `)}
+     ORDER BY event_id LIMIT ${limit + 1}`);
+  const shown = rows.slice(0, limit);
+  return { events: shown.map((row) => JSON.parse(row.payload) as object), last: shown.at(-1)?.event_id, more: rows.length > limit };
+}
+
+/** One of the catalog's events, as delivered, or undefined. */
+export async function findEvent(db: Db, catalogId: string, eventId: string): Promise<object | undefined> {
+  const [row] = await query<{ payload: string }>(db,
+    'SELECT payload FROM outbox WHERE catalog_id = $1 AND event_id = $2', [catalogId, eventId]);
+  return row && JSON.parse(row.payload) as object;
 }

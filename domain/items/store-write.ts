@@ -132,7 +132,8 @@ function writeStatement(catalogId: string, input: WriteInput, stored: boolean, r
         || ',"serviceId":' || to_json(w.id::text)::text || ',"sku":' || coalesce(to_json(x.sku)::text, 'null')
         || CASE WHEN w.inserted THEN '' ELSE ',"contentHash":' || to_json(x.h)::text END || '}}',
         jsonb_build_object('event-id', x.ev::text, 'event-type', CASE WHEN w.inserted THEN 'item.created' ELSE 'item.updated' END,
-          'catalog-id', ${catalogId}::text, 'content-type', 'application/json', 'schema-version', ${EVENT_SCHEMA_VERSION}::text)
+          'catalog-id', ${catalogId}::text, 'content-type', 'application/json', 'schema-version', ${EVENT_SCHEMA_VERSION}::text),
+        ${catalog}
       FROM written w JOIN input x ON x.s = w.external_system AND x.e = w.external_id`)}${rider ? sql`, ${rider.ctes}` : sql``}
     ${stored ? RETURN_STORED : rider ? sql`${RETURN_KEYS}, NULL::bigint AS applied ${AFTER_NOTIFY}
     UNION ALL SELECT NULL, NULL, NULL, NULL, ${rider.applied}` : sql`${RETURN_KEYS} ${AFTER_NOTIFY}`}`);

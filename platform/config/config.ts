@@ -31,6 +31,8 @@ export interface Config {
   readonly webhookTimeoutMs: number;
   readonly webhookDisableAfter: number;
   readonly webhookAllowHttp: boolean;
+  /** How long GET /events keeps a published event readable (sent work messages go after a day). */
+  readonly eventRetentionDays: number;
   readonly outboundAllowPrivate: boolean;
   /** Media ingestion (README "Media"). */
   readonly media: MediaConfig;
@@ -143,6 +145,7 @@ export function loadConfig(env: Env = process.env): Config {
     webhookTimeoutMs: int(env, 'WEBHOOK_TIMEOUT_MS', 5000, 1, 600_000),
     webhookDisableAfter: int(env, 'WEBHOOK_DISABLE_AFTER', 20, 1, 1_000_000),
     webhookAllowHttp: bool(env, 'WEBHOOK_ALLOW_HTTP', false),
+    eventRetentionDays: int(env, 'EVENT_RETENTION_DAYS', 30, 1, 3650),
     outboundAllowPrivate: bool(env, 'OUTBOUND_ALLOW_PRIVATE', false),
     media: Object.freeze({
       refreshAgeHours: int(env, 'MEDIA_REFRESH_AGE_HOURS', 24, 0, 24 * 365),

@@ -7,6 +7,7 @@ import { RateLimitStatement } from './0005-rate-limit-statement.ts';
 import { RateLimitGroups } from './0006-rate-limit-groups.ts';
 import { ImportFingerprints } from './0007-import-fingerprints.ts';
 import { ImportProcessingFailures } from './0008-import-processing-failures.ts';
+import { EventLog } from './0009-event-log.ts';
 
 export const migrations: MigrationObject[] = [
   { name: '0001-initial-schema', class: InitialSchema },
@@ -16,4 +17,5 @@ export const migrations: MigrationObject[] = [
   { name: '0006-rate-limit-groups', class: RateLimitGroups },
   { name: '0007-import-fingerprints', class: ImportFingerprints },
   { name: '0008-import-processing-failures', class: ImportProcessingFailures },
+  { name: '0009-event-log', class: EventLog },
 ];

@@ -1,0 +1,9 @@
+// GET /events: the catalog's events, oldest first, filtered by type, resource and time.
+import { listEvents as list } from '../../domain/events/event-log.ts';
+import type { EventQuery } from '../../domain/events/event-log.ts';
+import type { Handler } from '../../platform/http/types.ts';
+
+export const listEvents: Handler = async ({ auth, query, em }) => {
+  const { limit, ...filters } = query as Partial<EventQuery>;
+  return { status: 200, data: await list(em, auth.catalogId, { ...filters, limit: limit ?? 50 }) };
+};
