@@ -410,6 +410,11 @@ export type DeliveryAttempt = {
     responseBodyExcerpt: string | null;
 };
 export type WebhookDeliveryDetail = WebhookDelivery & {
+    /** The event this delivery carries, in the event log (`GET /events/{eventId}`), while
+    it is kept; `null` for a `webhook.test` ping, which is sent to one webhook only and
+    is not a catalog event.
+     */
+    eventUrl: string | null;
     /** The request body of every attempt, byte for byte as sent (the event's JSON, the
     same bytes as on Kafka `catalog.events.v1`): what the signature covers.
      */
@@ -1431,6 +1436,8 @@ export function recoverWebhook(id: string, recoverWebhookRequest: RecoverWebhook
             success: SuccessFlag;
             data: {
                 requeued: number;
+                /** The catalog's events of the same window in the event log (`GET /events`). */
+                eventsUrl: string;
             };
         };
     } | {

@@ -19,7 +19,8 @@ export async function listDeliveries(
   return deliveryPage(db, webhookId, page);
 }
 
-export async function getDelivery(db: Db, catalogId: string, webhookId: string, deliveryId: string): Promise<WebhookDeliveryDetail> {
+/** The delivery with its body and attempts; the door adds the link to its event. */
+export async function getDelivery(db: Db, catalogId: string, webhookId: string, deliveryId: string): Promise<Omit<WebhookDeliveryDetail, 'eventUrl'>> {
   await findWebhook(db, catalogId, webhookId);
   const delivery = await findDelivery(db, webhookId, deliveryId);
   if (!delivery) throw notFound('Delivery');

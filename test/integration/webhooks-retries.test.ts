@@ -277,7 +277,18 @@ describe('disabling, resuming and recovery', () => {
     healthy = true;
     const recovered = await client.recoverWebhook(hook.id, { since: start }, api());
     assert.equal(recovered.status, 202);
-    if (recovered.status === 202) assert.equal(recovered.data.data.requeued, 3);
+    if (recovered.status === 202) {
+      assert.equal(recovered.data.data.requeued, 3);
+      // The link lists the window's events from the event log; each delivery links to its own.
+      const logged = await fetch(`${service.url}${recovered.data.data.eventsUrl}`, { headers: { authorization: `Bearer ${tenant.key}` } });
+      const ids = ((await logged.json()) as { data: { events: Array<{ id: string }> } }).data.events.map((e) => e.id);
+      for (const event of events) assert.ok(ids.includes(event.id), `${event.id} in ${recovered.data.data.eventsUrl}`);
+      const [delivery] = await deliveries(hook.id);
+      const detail = await client.getWebhookDelivery(hook.id, delivery!.id, api());
+      if (detail.status !== 200) assert.fail(`delivery detail: ${detail.status}`);
+      const linked = await fetch(`${service.url}${detail.data.data.eventUrl}`, { headers: { authorization: `Bearer ${tenant.key}` } });
+      assert.equal(((await linked.json()) as { data: { id: string } }).data.id, delivery!.eventId);
+    }
     await until('recovery', () => deliveries(hook.id, 'succeeded'), (d) => d.length === 3);
     const ok = on('/recover')(receiver.receipts()).filter((r) => r.signedWith.length === 1);
     assert.deepEqual(new Set(ok.slice(-3).map((r) => r.event.id)), new Set(events.map((e) => e.id)));

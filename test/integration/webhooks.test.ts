@@ -255,6 +255,7 @@ describe('delivery', () => {
     }
     assert.equal(detail?.status, 'succeeded');
     assert.equal(detail?.body, receipt!.rawBody.toString('utf8'), 'the detail shows the exact body that was POSTed');
+    assert.equal(detail?.eventUrl, null, 'a test ping is not in the event log');
     assert.equal(detail?.attemptCount, 1);
     assert.equal(detail?.nextAttemptAt, null);
     assert.equal(detail?.attempts.length, 1);
