@@ -35,8 +35,11 @@ function trickyData(i: number): Record<string, unknown> {
   return { n: i, sku: `SKU-${i}?`, name: `Café "Ω" \\ it's ${i}`, note: 'line\nbreak\u0000 ✓ 🚀', price: 10.5, big: 1e21, nested: { empty: {} } };
 }
 
+// Events name their catalog by its id (a UUID column of the outbox).
+const CATALOG_ID = '0192f5f0-2b3c-7d4e-8f5a-6b7c8d9e0f1a';
+
 function itemEvent(i: number, resourceId = `ext-${i}`) {
-  return domainEvent({ type: 'item.created', catalogId: 'cat_test', resourceId, data: trickyData(i) });
+  return domainEvent({ type: 'item.created', catalogId: CATALOG_ID, resourceId, data: trickyData(i) });
 }
 
 /** The domain path: `writeOutbox` in a MikroORM `em.transactional`. */
