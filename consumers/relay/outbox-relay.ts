@@ -1,6 +1,6 @@
 // The outbox relay: publishes committed outbox rows to Kafka in id order and marks them sent only after Kafka acked.
 import type { Message } from 'kafkajs';
-import { OUTBOX_CHANNEL, claimOutbox, deleteSentOutbox, markOutboxSent } from '../../domain/events/outbox.ts';
+import { OUTBOX_CHANNEL, claimOutbox, deleteSentOutbox, markOutboxSent, recordHeaders } from '../../domain/events/outbox.ts';
 import type { OutboxRecord } from '../../domain/events/outbox.ts';
 import { listenToChannel } from '../../platform/db/connections.ts';
 import type { ChannelListener } from '../../platform/db/connections.ts';
@@ -74,7 +74,7 @@ function chunksBySize(rows: readonly OutboxRecord[]): OutboxRecord[][] {
 }
 
 function toMessage(row: OutboxRecord): Message {
-  return { key: row.key, value: row.payload, headers: { ...row.headers, 'event-id': row.event_id } };
+  return { key: row.key, value: row.payload, headers: recordHeaders(row) };
 }
 
 export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {

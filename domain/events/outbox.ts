@@ -99,17 +99,21 @@ export const itemEventKey = (catalogId: string, externalSystem: string, external
   JSON.stringify([catalogId, externalSystem, externalId]);
 export const mediaEventKey = (catalogId: string, sourceUrlHash: string): string => JSON.stringify([catalogId, sourceUrlHash]);
 
-/** The headers of every event on `catalog.events.v1`. */
-export function eventHeaders(event: Pick<DomainEvent, 'id' | 'type' | 'catalogId'>): Record<string, string> {
-  return {
-    'event-id': event.id, 'event-type': event.type, 'catalog-id': event.catalogId,
-    'content-type': 'application/json', 'schema-version': EVENT_SCHEMA_VERSION,
-  };
+/**
+ * The Kafka headers of an outbox row: `event-id`, what the row stored (an event's `event-type`),
+ * and for a domain event its `catalog-id`, `content-type` and `schema-version`. Only the event
+ * type is stored; the rest comes from the row's columns when it is published, which keeps the
+ * outbox rows, and the statements that write and claim them, small.
+ */
+export function recordHeaders(record: OutboxRecord): Record<string, string> {
+  const headers = { ...record.headers, 'event-id': record.event_id };
+  return record.catalog_id === null ? headers
+    : { ...headers, 'catalog-id': record.catalog_id, 'content-type': 'application/json', 'schema-version': EVENT_SCHEMA_VERSION };
 }
 
 /** The outbox row for a domain event on `catalog.events.v1`, keyed by its resource (see itemEventKey). */
 export function eventRow(event: DomainEvent<object>, key: string = event.resourceId): OutboxRow {
-  return { topic: TOPICS.events, key, eventId: event.id, payload: JSON.stringify(event), headers: eventHeaders(event), catalogId: event.catalogId };
+  return { topic: TOPICS.events, key, eventId: event.id, payload: JSON.stringify(event), headers: { 'event-type': event.type }, catalogId: event.catalogId };
 }
 
 /**
@@ -155,6 +159,8 @@ export interface OutboxRecord {
   readonly key: string;
   readonly payload: string;
   readonly headers: Record<string, string>;
+  /** A domain event's catalog; null for a work message. */
+  readonly catalog_id: string | null;
 }
 
 // Any constant works as long as every relay uses the same one.
@@ -170,7 +176,7 @@ export async function claimOutbox(tx: Db, limit: number): Promise<OutboxRecord[]
   const [lock] = await query<{ locked: boolean }>(tx, 'SELECT pg_try_advisory_xact_lock($1) AS locked', [RELAY_LOCK_KEY]);
   if (!lock?.locked) return [];
   return query<OutboxRecord>(tx,
-    `SELECT id, event_id, topic, key, payload, headers FROM outbox
+    `SELECT id, event_id, topic, key, payload, headers, catalog_id FROM outbox
       WHERE sent_at IS NULL ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED`, [limit]);
 }
 

@@ -3,7 +3,7 @@ import { prepared, query, sql } from '../../platform/db/sql.ts';
 import type { Db, SqlFragment } from '../../platform/db/sql.ts';
 import { newId } from '../../platform/ids.ts';
 import { TOPICS } from '../../platform/kafka/topics.ts';
-import { EVENT_SCHEMA_VERSION, appendEventsCtes } from '../events/outbox.ts';
+import { appendEventsCtes } from '../events/outbox.ts';
 import { nameKey } from './keys.ts';
 import type { NormalizedItem } from './normalized-item.ts';
 import { itemColumns } from './view.ts';
@@ -131,8 +131,7 @@ function writeStatement(catalogId: string, input: WriteInput, stored: boolean, r
         || ',"data":{"externalId":' || to_json(x.e)::text || ',"externalSystem":' || to_json(x.s)::text
         || ',"serviceId":' || to_json(w.id::text)::text || ',"sku":' || coalesce(to_json(x.sku)::text, 'null')
         || CASE WHEN w.inserted THEN '' ELSE ',"contentHash":' || to_json(x.h)::text END || '}}',
-        jsonb_build_object('event-id', x.ev::text, 'event-type', CASE WHEN w.inserted THEN 'item.created' ELSE 'item.updated' END,
-          'catalog-id', ${catalogId}::text, 'content-type', 'application/json', 'schema-version', ${EVENT_SCHEMA_VERSION}::text),
+        jsonb_build_object('event-type', CASE WHEN w.inserted THEN 'item.created' ELSE 'item.updated' END),
         ${catalog}
       FROM written w JOIN input x ON x.s = w.external_system AND x.e = w.external_id`)}${rider ? sql`, ${rider.ctes}` : sql``}
     ${stored ? RETURN_STORED : rider ? sql`${RETURN_KEYS}, NULL::bigint AS applied ${AFTER_NOTIFY}
