@@ -9,13 +9,15 @@ import { createCatalog } from '../domain/access/catalogs.ts';
 import { openDatabase } from '../platform/db/orm.ts';
 import { createLogger } from '../platform/log/logger.ts';
 import { ensureKafka } from '../scripts/kafka.ts';
-import { freshDatabase } from '../test/helpers/database.ts';
+import { dropBenchDatabase, freshBenchDatabase } from './database.ts';
 
 const DURATION = Number(process.env.BENCH_DURATION ?? 20);
 const CONNECTIONS = 16;
 const SERVICE_PORT = 18_091;
 const BASELINE_PORT = 18_092;
 const PATH = '/api/v1/catalog/items/upsert';
+const ADMIN_URL = process.env.DATABASE_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+const DB_NAME = 'catalog_bench_items';
 
 const payload = (id: string, price: number) => JSON.stringify({
   externalSystem: 'bench', externalId: id, sku: `SKU-${id}`, name: `Bench item ${id}`, price,
@@ -92,7 +94,7 @@ const stop = (child: ChildProcess) => new Promise<void>((done) => { child.once('
 async function main(): Promise<void> {
   const logger = createLogger('warn', 2);
   const { brokers } = await ensureKafka({ dataDir: resolve('.data') });
-  const databaseUrl = await freshDatabase('bench-items.test.ts');
+  const databaseUrl = await freshBenchDatabase(ADMIN_URL, DB_NAME);
   const orm = await openDatabase({ databaseUrl, logger, poolSize: 2 });
   const em = orm.em.fork();
   const service = await createCatalog(em, { name: 'bench-service', ownerEmail: 'bench@example.com' });
@@ -129,6 +131,7 @@ async function main(): Promise<void> {
     console.log(`unchanged  ${unchanged.toFixed(0).padStart(8)} items/s   target ≥ 40,000: ${unchanged >= 40_000 ? 'met' : 'MISSED'}`);
   } finally {
     await Promise.all([stop(api), stop(bare)]);
+    await dropBenchDatabase(ADMIN_URL, DB_NAME);
   }
 }
 
