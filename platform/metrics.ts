@@ -60,24 +60,19 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
       reading ??= backlog().catch(() => undefined).finally(() => setImmediate(() => { reading = undefined; }));
       return reading;
     };
-    new Gauge({
-      name: 'catalog_outbox_pending_events',
-      help: 'Events committed to the outbox and not yet published to Kafka.',
-      registers: [registry],
-      async collect() {
-        const now = await read();
-        this.set(now ? now.pending : Number.NaN);
-      },
-    });
-    new Gauge({
-      name: 'catalog_outbox_lag_seconds',
-      help: 'Age of the oldest event not yet published to Kafka (0 when none waits).',
-      registers: [registry],
-      async collect() {
-        const now = await read();
-        this.set(now ? now.lagSeconds : Number.NaN);
-      },
-    });
+    const series = [
+      ['catalog_outbox_pending_events', 'Events committed to the outbox and not yet published to Kafka.', 'pending'],
+      ['catalog_outbox_lag_seconds', 'Age of the oldest event not yet published to Kafka (0 when none waits).', 'lagSeconds'],
+    ] as const;
+    for (const [name, help, field] of series) {
+      new Gauge({
+        name, help, registers: [registry],
+        async collect() {
+          const now = await read();
+          this.set(now ? now[field] : Number.NaN);
+        },
+      });
+    }
   }
   return { registry, requests, duration, importLines, deliveryAttempts };
 }

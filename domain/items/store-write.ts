@@ -86,22 +86,23 @@ const AFTER_NOTIFY = sql.raw('FROM written w, (SELECT count(*) FROM notified) AS
  * The write of `input`; its text depends only on `stored` and the rider's parts, so it runs as a
  * named prepared statement. See writeItems.
  */
+/** Inserts `names` into `table` (categories or brands), or finds the row a concurrent writer made. */
+function insertNames(table: 'categories' | 'brands', catalog: SqlFragment, names: readonly NewName[], gated: SqlFragment): SqlFragment {
+  return sql`INSERT INTO ${sql.raw(table)} AS t (id, catalog_id, name, name_key)
+      SELECT n.id, ${catalog}, n.name, n.key
+      FROM jsonb_to_recordset(${JSON.stringify(names)}::jsonb) AS n(id uuid, name text, key text) ${gated}
+      ON CONFLICT (catalog_id, name_key) DO UPDATE SET name_key = excluded.name_key
+      RETURNING t.id, t.name_key, t.name`;
+}
+
 function writeStatement(catalogId: string, input: WriteInput, stored: boolean, rider?: WriteRider): SqlFragment {
   const catalog = sql`${catalogId}::uuid`;
   const gated = rider ? sql`WHERE EXISTS (SELECT FROM gate)` : sql``;
   return prepared(sql`
     WITH ${rider ? sql`gate AS (${rider.gate}), ` : sql``}new_categories AS (
-      INSERT INTO categories AS c (id, catalog_id, name, name_key)
-      SELECT n.id, ${catalog}, n.name, n.key
-      FROM jsonb_to_recordset(${JSON.stringify(input.names.newCategories)}::jsonb) AS n(id uuid, name text, key text) ${gated}
-      ON CONFLICT (catalog_id, name_key) DO UPDATE SET name_key = excluded.name_key
-      RETURNING c.id, c.name_key, c.name
+      ${insertNames('categories', catalog, input.names.newCategories, gated)}
     ), new_brands AS (
-      INSERT INTO brands AS b (id, catalog_id, name, name_key)
-      SELECT n.id, ${catalog}, n.name, n.key
-      FROM jsonb_to_recordset(${JSON.stringify(input.names.newBrands)}::jsonb) AS n(id uuid, name text, key text) ${gated}
-      ON CONFLICT (catalog_id, name_key) DO UPDATE SET name_key = excluded.name_key
-      RETURNING b.id, b.name_key, b.name
+      ${insertNames('brands', catalog, input.names.newBrands, gated)}
     ), input AS (
       SELECT ${INPUT_SELECT} FROM jsonb_array_elements(${input.rows}::jsonb) AS r
     ), written AS (
