@@ -60,7 +60,7 @@ function chunksBySize(rows: readonly OutboxRecord[]): OutboxRecord[][] {
   let current: OutboxRecord[] = [];
   let bytes = 0;
   for (const row of rows) {
-    const size = Buffer.byteLength(row.payload) + Buffer.byteLength(row.key) + 200;
+    const size = (row.payload === null ? 0 : Buffer.byteLength(row.payload)) + Buffer.byteLength(row.key) + 200;
     if (current.length > 0 && bytes + size > MAX_SEND_BYTES) {
       chunks.push(current);
       current = [];

@@ -40,8 +40,8 @@ export interface OutboxRow {
   readonly topic: string;
   readonly key: string;
   readonly eventId: string;
-  /** The exact bytes to publish; never re-serialized after this point. */
-  readonly payload: string;
+  /** The exact bytes to publish; never re-serialized after this point. Null: a tombstone (catalog.items.v1). */
+  readonly payload: string | null;
   readonly headers?: Readonly<Record<string, string>>;
   /** A domain event's catalog, which GET /events lists it under; absent for work messages. */
   readonly catalogId?: string;
@@ -97,6 +97,9 @@ export const EVENT_SCHEMA_VERSION = '1';
  */
 export const itemEventKey = (catalogId: string, externalSystem: string, externalId: string): string =>
   JSON.stringify([catalogId, externalSystem, externalId]);
+/** itemEventKey in SQL, from SQL expressions of the three texts. */
+export const itemEventKeySql = (catalogId: string, externalSystem: string, externalId: string): string =>
+  `'[' || to_json(${catalogId})::text || ',' || to_json(${externalSystem})::text || ',' || to_json(${externalId})::text || ']'`;
 export const mediaEventKey = (catalogId: string, sourceUrlHash: string): string => JSON.stringify([catalogId, sourceUrlHash]);
 
 /**
@@ -157,7 +160,8 @@ export interface OutboxRecord {
   readonly event_id: string;
   readonly topic: string;
   readonly key: string;
-  readonly payload: string;
+  /** Null for a tombstone. */
+  readonly payload: string | null;
   readonly headers: Record<string, string>;
   /** A domain event's catalog; null for a work message. */
   readonly catalog_id: string | null;

@@ -1,7 +1,9 @@
-// Deleting an item: destructive, emits item.deleted in the same transaction.
+// Deleting an item: destructive, emits item.deleted with the item as it was, and its changelog tombstone, in the same transaction.
+import type { Item } from '../../generated/client.ts';
 import type { Db } from '../../platform/db/sql.ts';
 import { notFound } from '../../platform/errors.ts';
 import { domainEvent, eventRow, itemEventKey, writeOutbox } from '../events/outbox.ts';
+import { itemTombstone } from './changelog.ts';
 import { deleteItemRow } from './store.ts';
 
 export interface DeletedItem {
@@ -14,12 +16,12 @@ export async function deleteItem(db: Db, catalogId: string, externalSystem: stri
   return db.transactional(async (tx) => {
     const row = await deleteItemRow(tx, catalogId, externalSystem, externalId);
     if (!row) throw notFound(`Item ${externalSystem}/${externalId}`);
-    await writeOutbox(tx, [eventRow(domainEvent({
-      type: 'item.deleted',
-      catalogId,
-      resourceId: externalId,
-      data: { externalId, externalSystem, serviceId: row.id, sku: row.sku },
-    }), itemEventKey(catalogId, externalSystem, externalId))]);
-    return { externalSystem, externalId, serviceId: row.id };
+    const item = JSON.parse(row.item) as Item;
+    const event = domainEvent({ type: 'item.deleted', catalogId, resourceId: externalId, data: item });
+    await writeOutbox(tx, [
+      eventRow(event, itemEventKey(catalogId, externalSystem, externalId)),
+      itemTombstone(catalogId, externalSystem, externalId, event.id),
+    ]);
+    return { externalSystem, externalId, serviceId: item.serviceId };
   });
 }

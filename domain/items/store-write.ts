@@ -3,10 +3,10 @@ import { prepared, query, sql } from '../../platform/db/sql.ts';
 import type { Db, SqlFragment } from '../../platform/db/sql.ts';
 import { newId } from '../../platform/ids.ts';
 import { TOPICS } from '../../platform/kafka/topics.ts';
-import { appendEventsCtes } from '../events/outbox.ts';
+import { appendEventsCtes, itemEventKeySql } from '../events/outbox.ts';
 import { nameKey } from './keys.ts';
 import type { NormalizedItem } from './normalized-item.ts';
-import { itemColumns } from './view.ts';
+import { itemColumns, itemJson } from './view.ts';
 import type { ItemRow } from './view.ts';
 
 export interface WriteCandidate {
@@ -76,6 +76,18 @@ const INPUT_SELECT = sql.raw(INPUT_COLUMNS.map(([name, type], i) =>
 const storedName = (table: string, created: string, id: string) =>
   `coalesce((SELECT n.name FROM ${created} n WHERE n.id = ${id}), (SELECT t.name FROM ${table} t WHERE t.id = ${id}))`;
 
+// The written item as GET answers it and its changelog key, for its event and its changelog record.
+const SNAPSHOT = sql.raw(itemJson(storedName('categories', 'new_categories', 'i.category_id'), storedName('brands', 'new_brands', 'i.brand_id')));
+const KEY = sql.raw(itemEventKeySql('i.catalog_id::text', 'i.external_system', 'i.external_id'));
+
+// item.updated's changedFields: the top-level fields of the item (contract: Item) whose stored
+// value the update changes, computed from the row it replaces (`i`) and the new one (`excluded`).
+const CHANGED_FIELDS = sql.raw(`array_remove(ARRAY[${([
+  ['sku', 'sku'], ['name', 'name'], ['description', 'description'], ['price', 'price'], ['cost', 'cost'],
+  ['weight', 'weight'], ['gtin13', 'gtin13'], ['ncm', 'ncm'], ['category', 'category_id'], ['brand', 'brand_id'],
+  ['tags', 'tags'], ['metadata', 'metadata'], ['trackStock', 'track_stock'], ['media', 'media'],
+] as const).map(([field, column]) => `CASE WHEN i.${column} IS DISTINCT FROM excluded.${column} THEN '${field}' END`).join(', ')}], NULL)`);
+
 const RETURN_STORED = sql.raw(`SELECT i.inserted, ${itemColumns(storedName('categories', 'new_categories', 'i.category_id'),
   storedName('brands', 'new_brands', 'i.brand_id'))}
     FROM written i, (SELECT count(*) FROM notified) AS n`);
@@ -119,22 +131,26 @@ function writeStatement(catalogId: string, input: WriteInput, stored: boolean, r
         cost = excluded.cost, weight = excluded.weight, gtin13 = excluded.gtin13, ncm = excluded.ncm,
         category_id = excluded.category_id, brand_id = excluded.brand_id, tags = excluded.tags,
         metadata = excluded.metadata, media = excluded.media, track_stock = excluded.track_stock,
-        content_hash = excluded.content_hash, import_fingerprint = excluded.import_fingerprint, updated_at = now()
+        content_hash = excluded.content_hash, import_fingerprint = excluded.import_fingerprint, updated_at = now(),
+        previous_content_hash = i.content_hash, changed_fields = ${CHANGED_FIELDS}
         WHERE i.content_hash <> excluded.content_hash
       RETURNING i.*, (i.xmax = 0) AS inserted
+    ), snapshots AS (
+      SELECT i.inserted, x.ev, x.at, i.external_id, i.previous_content_hash, i.changed_fields,
+        ${SNAPSHOT} AS item, ${KEY} AS key
+      FROM written i JOIN input x ON x.s = i.external_system AND x.e = i.external_id
     ), ${appendEventsCtes(sql`
-      SELECT x.ev, ${TOPICS.events}::text,
-        '[' || to_json(${catalogId}::text)::text || ',' || to_json(x.s)::text || ',' || to_json(x.e)::text || ']',
-        '{"id":' || to_json(x.ev::text)::text
-        || ',"type":' || CASE WHEN w.inserted THEN '"item.created"' ELSE '"item.updated"' END
-        || ',"catalogId":' || to_json(${catalogId}::text)::text || ',"resourceId":' || to_json(x.e)::text
-        || ',"createdAt":' || to_json(x.at)::text
-        || ',"data":{"externalId":' || to_json(x.e)::text || ',"externalSystem":' || to_json(x.s)::text
-        || ',"serviceId":' || to_json(w.id::text)::text || ',"sku":' || coalesce(to_json(x.sku)::text, 'null')
-        || CASE WHEN w.inserted THEN '' ELSE ',"contentHash":' || to_json(x.h)::text END || '}}',
-        jsonb_build_object('event-type', CASE WHEN w.inserted THEN 'item.created' ELSE 'item.updated' END),
+      SELECT s.ev, ${TOPICS.events}::text, s.key,
+        '{"id":"' || s.ev || '","type":' || CASE WHEN s.inserted THEN '"item.created"' ELSE '"item.updated"' END
+        || ',"catalogId":"' || ${catalogId}::text || '","resourceId":' || to_json(s.external_id)::text
+        || ',"createdAt":' || to_json(s.at)::text || ',"data":'
+        || CASE WHEN s.inserted THEN s.item ELSE left(s.item, -1) || ',"previousContentHash":"' || s.previous_content_hash
+          || '","changedFields":' || to_json(s.changed_fields)::text || '}' END || '}',
+        jsonb_build_object('event-type', CASE WHEN s.inserted THEN 'item.created' ELSE 'item.updated' END),
         ${catalog}
-      FROM written w JOIN input x ON x.s = w.external_system AND x.e = w.external_id`)}${rider ? sql`, ${rider.ctes}` : sql``}
+      FROM snapshots s
+      UNION ALL
+      SELECT s.ev, ${TOPICS.items}::text, s.key, s.item, '{}'::jsonb, NULL FROM snapshots s`)}${rider ? sql`, ${rider.ctes}` : sql``}
     ${stored ? RETURN_STORED : rider ? sql`${RETURN_KEYS}, NULL::bigint AS applied ${AFTER_NOTIFY}
     UNION ALL SELECT NULL, NULL, NULL, NULL, ${rider.applied}` : sql`${RETURN_KEYS} ${AFTER_NOTIFY}`}`);
 }
@@ -145,9 +161,11 @@ function writeStatement(catalogId: string, input: WriteInput, stored: boolean, r
  *    request created meanwhile still returns its id: exactly one row per name);
  * 2. inserts or updates the items; the update applies only when the hash differs, so a row
  *    that became equal meanwhile is not rewritten (and not returned);
- * 3. appends item.created / item.updated to the outbox for exactly the rows written, deciding
- *    the type and serviceId from what the database did, not from the earlier lookup, so a
- *    concurrent writer cannot make an event lie; and wakes the relay.
+ * 3. appends item.created / item.updated, and the item's changelog record, to the outbox for
+ *    exactly the rows written, each carrying the item as stored (itemJson), deciding the type
+ *    from what the database did, not from the earlier lookup, and item.updated's
+ *    previousContentHash and changedFields from the row the update replaced (the DO UPDATE
+ *    records them on the row), so a concurrent writer cannot make an event lie; and wakes the relay.
  * The event text is assembled here in the same key order and escaping as domainEvent's
  * JSON.stringify (to_json escapes like JSON.stringify for these strings).
  * With `stored`, each row returned is the written item's StoredRow, with the names as stored (a

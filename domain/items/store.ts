@@ -3,7 +3,7 @@ import { prepared, query, sql, streamQuery } from '../../platform/db/sql.ts';
 import type { Db } from '../../platform/db/sql.ts';
 import { afterCursor, encodeCursor, keysetPage } from '../pagination.ts';
 import { identityKey } from './keys.ts';
-import { ITEM_SELECT } from './view.ts';
+import { ITEM_SELECT, itemJson } from './view.ts';
 import type { ItemRow } from './view.ts';
 
 // The upsert's statements, in files of their own: the lookup (store-lookup.ts) and the write (store-write.ts).
@@ -60,11 +60,16 @@ export function streamItemRows(db: Db, catalogId: string, updatedSince?: string)
     sql`${SELECT} WHERE ${sql.join(conditions, sql` AND `)} ORDER BY i.external_system, i.external_id`, EXPORT_CHUNK);
 }
 
-/** Deletes the item; what it was, or undefined when the catalog has no such item. */
-export async function deleteItemRow(db: Db, catalogId: string, externalSystem: string, externalId: string) {
-  const [row] = await query<{ id: string; sku: string | null }>(db,
-    'DELETE FROM items WHERE catalog_id = $1 AND external_system = $2 AND external_id = $3 RETURNING id, sku',
-    [catalogId, externalSystem, externalId]);
+const DELETED_ITEM = sql.raw(itemJson('c.name', 'b.name'));
+
+/** Deletes the item; what it was (the item as GET answered it, as JSON text), or undefined when the catalog has no such item. */
+export async function deleteItemRow(db: Db, catalogId: string, externalSystem: string, externalId: string): Promise<{ item: string } | undefined> {
+  // The record is read from the row the DELETE removes (media_assets, categories and brands
+  // stay), so it is the state the delete ended, whatever wrote just before.
+  const [row] = await query<{ item: string }>(db, sql`
+    WITH i AS (DELETE FROM items WHERE catalog_id = ${catalogId}::uuid AND external_system = ${externalSystem}
+                 AND external_id = ${externalId} RETURNING *)
+    SELECT ${DELETED_ITEM} AS item FROM i LEFT JOIN categories c ON c.id = i.category_id LEFT JOIN brands b ON b.id = i.brand_id`);
   return row;
 }
 
@@ -111,12 +116,12 @@ export async function itemStock(db: Db, catalogId: string, externalSystem: strin
  * column's range. The update takes the item's row lock until the caller's transaction ends, so
  * concurrent adjustments take turns and each sees the total of those before it.
  */
-export async function adjustOnHand(db: Db, catalogId: string, externalSystem: string, externalId: string, quantity: number): Promise<{ id: string; onHand: number } | undefined> {
-  const [row] = await query<{ id: string; on_hand: number }>(db,
+export async function adjustOnHand(db: Db, catalogId: string, externalSystem: string, externalId: string, quantity: number): Promise<{ id: string; sku: string | null; onHand: number } | undefined> {
+  const [row] = await query<{ id: string; sku: string | null; on_hand: number }>(db,
     `UPDATE items SET on_hand = on_hand + $1
      WHERE catalog_id = $2 AND external_system = $3 AND external_id = $4 AND track_stock
        AND on_hand::bigint + $1 BETWEEN ${ON_HAND_MIN} AND ${ON_HAND_MAX}
-     RETURNING id, on_hand`,
+     RETURNING id, sku, on_hand`,
     [quantity, catalogId, externalSystem, externalId]);
-  return row && { id: row.id, onHand: row.on_hand };
+  return row && { id: row.id, sku: row.sku, onHand: row.on_hand };
 }

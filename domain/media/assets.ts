@@ -1,8 +1,10 @@
 // The media asset record as the consumer reads and writes it: loaded per batch, changes group-committed, each with its media.* event in the same transaction.
+import { sql } from '../../platform/db/sql.ts';
 import type { Db } from '../../platform/db/sql.ts';
 import { groupCommit } from '../../platform/group-commit.ts';
 import { domainEvent, eventRow, mediaEventKey, writeOutbox } from '../events/outbox.ts';
-import type { OutboxRow } from '../events/outbox.ts';
+import type { DomainEvent, OutboxRow } from '../events/outbox.ts';
+import { appendItemRecords } from '../items/changelog.ts';
 import { findAssets, writeAssetChanges } from './asset-store.ts';
 import type { AssetChange, StoredAsset } from './asset-store.ts';
 import { normalizeMediaUrl } from './source-url.ts';
@@ -52,23 +54,43 @@ export interface AssetRecorder {
 // The event's `url` is the normalized URL (contract); source_url is what the first item gave.
 const withIds = (job: MediaJob) => (job.externalIds.length > 0 ? { externalIds: [...job.externalIds] } : {});
 
-function eventOf(change: Change): OutboxRow | undefined {
+/** The event a change reports, if any: media.ingested, or media.ingestion_failed for an asset that never arrived. */
+function eventOf(change: Change): DomainEvent | undefined {
   const { asset } = change;
   const base = { catalogId: asset.catalogId, resourceId: asset.sourceUrlHash };
-  const key = mediaEventKey(asset.catalogId, asset.sourceUrlHash);
   const url = normalizeMediaUrl(asset.sourceUrl);
   if (change.kind === 'ingested') {
     const { image } = change;
-    return eventRow(domainEvent({ ...base, type: 'media.ingested', data: {
+    return domainEvent({ ...base, type: 'media.ingested', data: {
       sourceUrlHash: asset.sourceUrlHash, url, contentType: image.contentType, width: image.width, height: image.height, byteSize: image.byteSize, ...withIds(change.job),
-    } }), key);
+    } });
   }
   if (change.kind === 'failed' && asset.status !== 'ingested') {
-    return eventRow(domainEvent({ ...base, type: 'media.ingestion_failed', data: {
+    return domainEvent({ ...base, type: 'media.ingestion_failed', data: {
       sourceUrlHash: asset.sourceUrlHash, url, reason: change.failure.reason, message: change.failure.message, ...withIds(change.job),
-    } }), key);
+    } });
   }
   return undefined;
+}
+
+/**
+ * The changelog records of the items naming the images the events report (their media entries
+ * changed state), appended in `tx`; each event's outbox row, with `items`: those items' identities.
+ */
+async function reportWithItems(tx: Db, events: readonly DomainEvent[]): Promise<OutboxRow[]> {
+  if (events.length === 0) return [];
+  const reported = JSON.stringify(events.map((event) => ({ c: event.catalogId, h: event.resourceId, ev: event.id })));
+  const recorded = await appendItemRecords(tx, {
+    from: sql`jsonb_to_recordset(${reported}::jsonb) AS r(c uuid, h text, ev uuid)
+      JOIN items i ON i.catalog_id = r.c AND jsonb_array_length(i.media) > 0
+        AND i.media @> jsonb_build_array(jsonb_build_object('sourceUrlHash', r.h))`,
+    where: sql`true`,
+    eventId: sql`r.ev`,
+  });
+  const itemsOf = Map.groupBy(recorded, (item) => item.eventId);
+  return events.map((event) => eventRow(
+    { ...event, data: { ...event.data, items: (itemsOf.get(event.id) ?? []).map(({ externalSystem, externalId }) => ({ externalSystem, externalId })) } },
+    mediaEventKey(event.catalogId, event.resourceId)));
 }
 
 /** One row of the single UPDATE a group makes; absent columns keep their value unless the kind resets them. */
@@ -94,10 +116,10 @@ export function createAssetRecorder(db: Db, options: { maxGroup?: number } = {})
     // Two changes to one asset in a group cannot happen (jobs of an asset run in order), but
     // an UPDATE … FROM must not see one row twice: the later change wins.
     const rows = [...new Map(changes.map((change) => [change.asset.id, rowOf(change)])).values()];
-    const events = changes.map(eventOf).filter((e): e is OutboxRow => e !== undefined);
+    const events = changes.map(eventOf).filter((e): e is DomainEvent => e !== undefined);
     await db.transactional(async (tx) => {
       await writeAssetChanges(tx, rows);
-      await writeOutbox(tx, events);
+      await writeOutbox(tx, await reportWithItems(tx, events));
     });
     return changes.map(() => undefined);
   }, { maxGroup: options.maxGroup ?? 100 });

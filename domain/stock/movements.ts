@@ -5,6 +5,7 @@ import type { Db } from '../../platform/db/sql.ts';
 import { notFound, unprocessable } from '../../platform/errors.ts';
 import { newId } from '../../platform/ids.ts';
 import { domainEvent, eventRow, itemEventKey, writeOutbox } from '../events/outbox.ts';
+import { appendItemRecords } from '../items/changelog.ts';
 import { adjustOnHand, itemStock, ON_HAND_MAX, ON_HAND_MIN } from '../items/store.ts';
 import type { ItemStock } from '../items/store.ts';
 import { isoTime } from '../items/view.ts';
@@ -76,15 +77,18 @@ export async function recordMovement(
       [newId(), catalogId, item.id, input.quantity, input.reason, input.reference ?? null, input.occurredAt ?? null, item.onHand],
     );
     const movement = view(row!);
-    await writeOutbox(tx, [eventRow(domainEvent({
+    const event = domainEvent({
       type: 'stock.adjusted',
       catalogId,
       resourceId: externalId,
       data: {
-        externalId, externalSystem, serviceId: item.id, movementId: movement.id,
-        quantity: movement.quantity, reason: movement.reason, onHand: item.onHand,
+        externalId, externalSystem, serviceId: item.id, sku: item.sku, movementId: movement.id, quantity: movement.quantity,
+        reason: movement.reason, reference: movement.reference, occurredAt: movement.occurredAt, onHand: item.onHand,
       },
-    }), itemEventKey(catalogId, externalSystem, externalId))]);
+    });
+    await writeOutbox(tx, [eventRow(event, itemEventKey(catalogId, externalSystem, externalId))]);
+    // The item's changelog record, with its new onHand.
+    await appendItemRecords(tx, { from: sql`items i`, where: sql`i.id = ${item.id}::uuid`, eventId: sql`${event.id}::uuid` });
     return { movement, onHand: item.onHand };
   });
 }

@@ -4,8 +4,10 @@ import pRetry from 'p-retry';
 
 /** Logical topic names, without the environment prefix; outbox rows store these. */
 export const TOPICS = {
-  /** Every domain event (the webhook body shape); key = resourceId. The public stream. */
+  /** Every domain event (the webhook body shape); key = the resource (domain/events/outbox.ts). The public stream. */
   events: 'catalog.events.v1',
+  /** The item changelog: each item's latest state, a tombstone once deleted; key = its identity. Compacted. */
+  items: 'catalog.items.v1',
   /** Import jobs to process; key = jobId. */
   imports: 'catalog.imports.v1',
   /** Media assets to fetch; key = sourceUrlHash. */
@@ -23,6 +25,15 @@ export const LOGICAL_TOPICS: readonly LogicalTopic[] = Object.freeze(Object.valu
 export const DEFAULT_PARTITIONS = 3;
 
 /**
+ * Topic configuration beyond the broker's defaults: the changelog keeps the latest record of
+ * each key (and a deleted item's tombstone for the broker's delete.retention.ms, so a reader from
+ * the start sees deletes), whatever its age.
+ */
+const TOPIC_CONFIG: Readonly<Partial<Record<LogicalTopic, Readonly<Record<string, string>>>>> = {
+  [TOPICS.items]: { 'cleanup.policy': 'compact' },
+};
+
+/**
  * The real topic name: the prefix (config.kafkaTopicPrefix) is used verbatim, so it carries its own
  * separator, e.g. `staging.` or a per-test-run `t1a2b3.`.
  */
@@ -33,6 +44,12 @@ export function topicName(prefix: string, topic: string): string {
 /** Every topic of the service under a prefix. */
 export function allTopicNames(prefix: string): string[] {
   return LOGICAL_TOPICS.map((topic) => topicName(prefix, topic));
+}
+
+/** The configuration a topic (full name) is created with, from its logical name. */
+function configOf(topic: string): Array<{ name: string; value: string }> {
+  const logical = LOGICAL_TOPICS.find((name) => topic.endsWith(name));
+  return Object.entries((logical && TOPIC_CONFIG[logical]) ?? {}).map(([name, value]) => ({ name, value }));
 }
 
 export interface EnsureTopicsOptions {
@@ -58,6 +75,7 @@ export async function ensureTopics(admin: Admin, topics: readonly string[], opti
       topic,
       numPartitions: options.numPartitions ?? DEFAULT_PARTITIONS,
       replicationFactor: options.replicationFactor ?? 1,
+      configEntries: configOf(topic),
     })),
   });
   await waitForLeaders(admin, missing);

@@ -49,20 +49,22 @@ function assertEnvelope(event: { record: TopicRecord; body: any }, type: string,
   });
 }
 
-test('created, updated, deleted: one event each in order; unchanged emits none', async () => {
-  const item = { externalSystem: 'erp', externalId: 'EV-1', sku: 'EV-SKU', name: 'Evented' };
-  const created = expectData(await api.upsertItem(item, opts()), 201);
+test('created, updated, deleted: one event each in order, each carrying the item as GET answered it; unchanged emits none', async () => {
+  const item = { externalSystem: 'erp', externalId: 'EV-1', sku: 'EV-SKU', name: 'Evented', price: 10.5, tags: ['a'], category: { name: 'Shirts' }, metadata: { colour: 'red', sizes: [1, 2] } };
+  expectData(await api.upsertItem(item, opts()), 201);
+  const afterCreate = expectData(await api.getItem('erp', 'EV-1', opts()), 200);
   expectData(await api.upsertItem(item, opts()), 200);
-  const updated = expectData(await api.upsertItem({ ...item, name: 'Evented, renamed' }, opts()), 200);
+  expectData(await api.upsertItem({ ...item, name: 'Evented, renamed', price: 11, tags: ['a'], brand: { name: 'Acme' } }, opts()), 200);
+  const afterUpdate = expectData(await api.getItem('erp', 'EV-1', opts()), 200);
   expectData(await api.deleteItem('erp', 'EV-1', opts()), 200);
   const events = await eventsFor('EV-1', 3);
   assert.deepEqual(events.map((e) => e.body.type), ['item.created', 'item.updated', 'item.deleted']);
   assertEnvelope(events[0]!, 'item.created', 'EV-1');
-  assert.deepEqual(events[0]!.body.data, { externalId: 'EV-1', externalSystem: 'erp', serviceId: created.serviceId, sku: 'EV-SKU' });
+  assert.deepEqual(events[0]!.body.data, afterCreate);
   assertEnvelope(events[1]!, 'item.updated', 'EV-1');
-  assert.deepEqual(events[1]!.body.data, { externalId: 'EV-1', externalSystem: 'erp', serviceId: created.serviceId, sku: 'EV-SKU', contentHash: updated.contentHash });
+  assert.deepEqual(events[1]!.body.data, { ...afterUpdate, previousContentHash: afterCreate.contentHash, changedFields: ['name', 'price', 'brand'] });
   assertEnvelope(events[2]!, 'item.deleted', 'EV-1');
-  assert.deepEqual(events[2]!.body.data, { externalId: 'EV-1', externalSystem: 'erp', serviceId: created.serviceId, sku: 'EV-SKU' });
+  assert.deepEqual(events[2]!.body.data, afterUpdate, 'item.deleted carries the last stored item');
   assert.equal(new Set(events.map((e) => e.body.id)).size, 3);
 });
 
@@ -90,14 +92,14 @@ test('bulk upserts emit one event per created or updated element, none for failu
   assert.deepEqual(await eventsFor('EV-B2', 0), []);
 });
 
-test('a stock movement emits stock.adjusted with the movement and the new on-hand', async () => {
-  const created = expectData(await api.upsertItem({ externalSystem: 'erp', externalId: 'EV-S', name: 'Stocked', trackStock: true }, opts()), 201);
-  const moved = expectData(await api.createStockMovement('erp', 'EV-S', { quantity: 7, reason: 'receipt' }, {}, opts()), 201);
+test('a stock movement emits stock.adjusted with the movement, the item and the new on-hand', async () => {
+  const created = expectData(await api.upsertItem({ externalSystem: 'erp', externalId: 'EV-S', sku: 'EV-S-SKU', name: 'Stocked', trackStock: true }, opts()), 201);
+  const moved = expectData(await api.createStockMovement('erp', 'EV-S', { quantity: 7, reason: 'receipt', reference: 'PO-7' }, {}, opts()), 201);
   const events = (await eventsFor('EV-S', 2)).filter((e) => e.body.type === 'stock.adjusted');
   assert.equal(events.length, 1);
   assertEnvelope(events[0]!, 'stock.adjusted', 'EV-S');
   assert.deepEqual(events[0]!.body.data, {
-    externalId: 'EV-S', externalSystem: 'erp', serviceId: created.serviceId, movementId: moved.movement.id,
-    quantity: 7, reason: 'receipt', onHand: 7,
+    externalId: 'EV-S', externalSystem: 'erp', serviceId: created.serviceId, sku: 'EV-S-SKU', movementId: moved.movement.id,
+    quantity: 7, reason: 'receipt', reference: 'PO-7', occurredAt: moved.movement.occurredAt, onHand: 7,
   });
 });

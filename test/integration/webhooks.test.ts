@@ -216,7 +216,7 @@ describe('delivery', () => {
     const event = await emit(alice, 'item.updated', 'SKU-é"\\', { name: 'Café "Ω" ✓', price: 10.5 });
     const [receipt] = on('/headers')(await receiver.waitFor('the delivery', (r) => on('/headers')(r).length > 0));
     assert.ok(receipt);
-    assert.ok(receipt.rawBody.equals(Buffer.from(eventRow(event).payload, 'utf8')), 'body differs from the published bytes');
+    assert.ok(receipt.rawBody.equals(Buffer.from(eventRow(event).payload!, 'utf8')), 'body differs from the published bytes');
     assert.equal(receipt.headers['content-type'], 'application/json');
     assert.equal(receipt.headers['user-agent'], 'Service-Webhooks/1.0');
     assert.equal(receipt.headers['x-service-event-type'], 'item.updated');

@@ -8,6 +8,7 @@ import { RateLimitGroups } from './0006-rate-limit-groups.ts';
 import { ImportFingerprints } from './0007-import-fingerprints.ts';
 import { ImportProcessingFailures } from './0008-import-processing-failures.ts';
 import { EventLog } from './0009-event-log.ts';
+import { ItemChangelog } from './0010-item-changelog.ts';
 
 export const migrations: MigrationObject[] = [
   { name: '0001-initial-schema', class: InitialSchema },
@@ -18,4 +19,5 @@ export const migrations: MigrationObject[] = [
   { name: '0007-import-fingerprints', class: ImportFingerprints },
   { name: '0008-import-processing-failures', class: ImportProcessingFailures },
   { name: '0009-event-log', class: EventLog },
+  { name: '0010-item-changelog', class: ItemChangelog },
 ];
