@@ -453,6 +453,37 @@ export function getOpenApi(opts?: Oazapfts.RequestOpts) {
     });
 }
 /**
+ * Get the AsyncAPI document of the Kafka topics
+ */
+export function getAsyncApi(opts?: Oazapfts.RequestOpts) {
+    return oazapfts.fetchJson<{
+        status: 200;
+        data: {
+            asyncapi: "3.0.0";
+            info: object;
+            channels: object;
+            [key: string]: any;
+        };
+    } | {
+        status: 400;
+        data: ErrorResponse;
+    } | {
+        status: 401;
+        data: ErrorResponse;
+    } | {
+        status: 429;
+        data: ErrorResponse;
+    } | {
+        status: 500;
+        data: ErrorResponse;
+    } | {
+        status: 503;
+        data: ErrorResponse;
+    }>("/asyncapi.json", {
+        ...opts
+    });
+}
+/**
  * List items
  */
 export function listItems({ limit, cursor, updatedSince, sku, category, brand, tag }: {

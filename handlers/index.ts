@@ -16,6 +16,7 @@ import { exportItems } from './items/export-items.ts';
 import { getItem } from './items/get-item.ts';
 import { listItems } from './items/list-items.ts';
 import { upsertItem } from './items/upsert-item.ts';
+import { getAsyncApi } from './meta/get-async-api.ts';
 import { getOpenApi } from './meta/get-open-api.ts';
 import { createStockMovement } from './stock/create-stock-movement.ts';
 import { listStockMovements } from './stock/list-stock-movements.ts';
@@ -34,6 +35,7 @@ import { retryWebhookDelivery } from './webhooks/retry-webhook-delivery.ts';
 
 export const handlers: Readonly<Record<string, Handler>> = Object.freeze({
   getOpenApi,
+  getAsyncApi,
   // items
   upsertItem,
   bulkUpsertItems,

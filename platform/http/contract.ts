@@ -1,4 +1,4 @@
-// Loads openapi.yaml once and builds the openapi-backend router/validator for OpenAPI 3.1.
+// Loads openapi.yaml (and asyncapi.yaml, served beside it) once and builds the openapi-backend router/validator for OpenAPI 3.1.
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Ajv2020 } from 'ajv/dist/2020.js';
@@ -14,6 +14,7 @@ const addFormats = formats.default;
 
 export const API_PREFIX = '/api/v1/catalog';
 export const CONTRACT_PATH = fileURLToPath(new URL('../../openapi.yaml', import.meta.url));
+export const ASYNCAPI_PATH = fileURLToPath(new URL('../../asyncapi.yaml', import.meta.url));
 
 export type ContractOperation = Operation<Document>;
 
@@ -21,6 +22,8 @@ export interface Contract {
   /** The document as parsed from openapi.yaml, served verbatim (as JSON) at /openapi.json. */
   document: Document;
   documentJson: string;
+  /** asyncapi.yaml as JSON, served at /asyncapi.json (see asyncApiJson). */
+  asyncApiJson: string;
   /** Router and validator for the operations under the API prefix. */
   backend: OpenAPIBackend;
   /** Operations served outside the prefix (health, metrics, docs, the signed upload). */
@@ -58,7 +61,16 @@ function outsidePrefix(document: Document): (operation: ContractOperation) => bo
   };
 }
 
-export async function loadContract(path = CONTRACT_PATH): Promise<Contract> {
+/**
+ * The AsyncAPI document as served: JSON, with its references to `./openapi.yaml#…` pointing at
+ * `./openapi.json#…`, which resolves against the served URL to GET /openapi.json.
+ */
+export function asyncApiJson(yamlText: string): string {
+  return JSON.stringify(parse(yamlText), (key, value: unknown) =>
+    key === '$ref' && typeof value === 'string' && value.startsWith('./openapi.yaml#') ? `./openapi.json${value.slice('./openapi.yaml'.length)}` : value);
+}
+
+export async function loadContract(path = CONTRACT_PATH, asyncApiPath = ASYNCAPI_PATH): Promise<Contract> {
   const document = parse(readFileSync(path, 'utf8')) as Document;
   const documentJson = JSON.stringify(document);
   const backend = new OpenAPIBackend({
@@ -99,5 +111,5 @@ export async function loadContract(path = CONTRACT_PATH): Promise<Contract> {
     if (quick.valid || bodyBytes > FULL_REPORT_BYTES) return quick;
     return kept(backend.validateRequest(request, operation));
   };
-  return { document, documentJson, backend, outsideOperations, validateRequest };
+  return { document, documentJson, asyncApiJson: asyncApiJson(readFileSync(asyncApiPath, 'utf8')), backend, outsideOperations, validateRequest };
 }

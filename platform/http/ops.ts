@@ -25,8 +25,11 @@ const DOCS_PAGE = `<!doctype html>
   <title>Catalog Service API reference</title>
   <link rel="icon" href="/docs/assets/favicon-32x32.png">
   <link rel="stylesheet" href="/docs/assets/swagger-ui.css">
+  <style>.asyncapi-link { font-family: sans-serif; margin: 12px 20px 0; }</style>
 </head>
 <body>
+  <p class="asyncapi-link"><a href="${API_PREFIX}/asyncapi.json">AsyncAPI document of the Kafka topics</a>
+    (events, the item changelog and the internal work queues)</p>
   <div id="reference"></div>
   <script src="/docs/assets/swagger-ui-bundle.js"></script>
   <script src="/docs/assets/docs.js"></script>

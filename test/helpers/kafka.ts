@@ -8,6 +8,7 @@ import { portFree } from '../../scripts/free-port.ts';
 import { ensureKafka, stopKafka } from '../../scripts/kafka.ts';
 import type { KafkaOptions } from '../../scripts/kafka.ts';
 import { silenceKafkajsTimerWarning } from '../../platform/kafka/kafkajs-quirks.ts';
+import { checkKafkaRecord, serviceTopic } from './asyncapi.ts';
 import { runId } from './test-run.ts';
 
 export interface TopicRecord {
@@ -86,7 +87,8 @@ function headerStrings(headers: IHeaders | undefined): Record<string, string> {
 
 /**
  * Every record of a topic from the beginning up to the end offsets seen at the call, in partition
- * and offset order. Uses a throwaway consumer group so it never moves anyone else's offsets.
+ * and offset order. Uses a throwaway consumer group so it never moves anyone else's offsets. On the
+ * service's own topics each record is checked against asyncapi.yaml (checkKafkaRecord) first.
  */
 export async function readTopic(brokers: string[], topic: string, timeoutMs = 30_000): Promise<TopicRecord[]> {
   silenceKafkajsTimerWarning();
@@ -138,5 +140,9 @@ export async function readTopic(brokers: string[], topic: string, timeoutMs = 30
   } finally {
     await consumer.disconnect();
   }
-  return records.sort((a, b) => a.partition - b.partition || Number(BigInt(a.offset) - BigInt(b.offset)));
+  records.sort((a, b) => a.partition - b.partition || Number(BigInt(a.offset) - BigInt(b.offset)));
+  if (serviceTopic(topic)) {
+    for (const record of records) checkKafkaRecord(topic, record);
+  }
+  return records;
 }
