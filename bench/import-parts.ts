@@ -87,13 +87,13 @@ const writeCpu = await measure(async () => {
 });
 writeCpu.set('this script', writeCpu.get('this script')! - lineCpu.get('this script')!);
 
-// 3. The relay: the item.created events from the outbox to Kafka, claimed 500 at a time.
+// 3. The relay: each line's item.created event and changelog record from the outbox to Kafka, claimed 500 at a time.
 const relay = createOutboxRelay({ orm, databaseUrl, kafka, logger, batchSize: 500 });
 let relayed = 0;
 const relayCpu = await measure(async () => {
   for (let sent = await relay.relayOnce(); sent > 0; sent = await relay.relayOnce()) relayed += sent;
 });
-if (relayed !== LINES) throw new Error(`relayed ${relayed} events, not ${LINES}`);
+if (relayed !== 2 * LINES) throw new Error(`relayed ${relayed} messages, not ${2 * LINES} (an event and a changelog record a line)`);
 
 // 4. The events read back, as the webhook fan-out reads them: each message decoded and parsed, nothing else.
 let readBack = 0;
@@ -116,7 +116,7 @@ await consumer?.stop();
 const parts: Array<[string, Map<string, number>]> = [
   ['read, parse, validate and hash a line', lineCpu],
   [`upsert it (lookups, write; ${BATCH} a statement)`, writeCpu],
-  ['relay its event to Kafka', relayCpu],
+  ['relay its event and changelog record to Kafka', relayCpu],
   ['read its event back (fan-out)', readBackCpu],
 ];
 const groups = ['this script', 'Postgres', 'broker'];

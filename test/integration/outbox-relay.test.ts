@@ -4,7 +4,8 @@ import { after, before, describe, test } from 'node:test';
 import type pg from 'pg';
 import { createOutboxRelay } from '../../consumers/relay/outbox-relay.ts';
 import type { OutboxRelay } from '../../consumers/relay/outbox-relay.ts';
-import { domainEvent, eventRow, writeOutbox } from '../../domain/events/outbox.ts';
+import { domainEvent, eventRow, itemEventKey, writeOutbox } from '../../domain/events/outbox.ts';
+import type { Item } from '../../generated/client.ts';
 import type { OutboxRow } from '../../domain/events/outbox.ts';
 import { loadConfig } from '../../platform/config/config.ts';
 import { openDatabase } from '../../platform/db/orm.ts';
@@ -30,17 +31,27 @@ let kafka: KafkaClient;
 let relay: OutboxRelay;
 let brokers: string[];
 
-/** Strings that re-serializing or SQL quoting would alter: quotes, backslashes, `?`, non-ASCII, an escaped NUL. */
-function trickyData(i: number): Record<string, unknown> {
-  return { n: i, sku: `SKU-${i}?`, name: `Café "Ω" \\ it's ${i}`, note: 'line\nbreak\u0000 ✓ 🚀', price: 10.5, big: 1e21, nested: { empty: {} } };
-}
-
 // Events name their catalog by its id (a UUID column of the outbox).
 const CATALOG_ID = '0192f5f0-2b3c-7d4e-8f5a-6b7c8d9e0f1a';
 
-function itemEvent(i: number, resourceId = `ext-${i}`) {
-  return domainEvent({ type: 'item.created', catalogId: CATALOG_ID, resourceId, data: trickyData(i) });
+/** An item whose strings re-serializing or SQL quoting would alter: quotes, backslashes, `?`, non-ASCII, an escaped NUL. */
+function trickyItem(i: number, externalId: string): Item {
+  return {
+    serviceId: '0192f5e4-7b3a-7c1d-9e2f-3a4b5c6d7e8f', externalSystem: 'erp', externalId, sku: `SKU-${i}?`,
+    name: `Café "Ω" \\ it's ${i}`, description: 'line\nbreak\u0000 ✓ 🚀', price: 10.5, cost: 1e21, weight: null, gtin13: null, ncm: null,
+    category: null, brand: null, tags: [], metadata: { n: i, nested: { empty: {} } }, trackStock: false, onHand: 0, media: [],
+    contentHash: 'ca978112ca1bbdcafac231b39a23dc4da786eff8147c4e72b9807785afee48bb', createdAt: '2026-11-21T12:00:00.123Z', updatedAt: '2026-11-21T12:00:00.123Z',
+  };
 }
+
+const keyOf = (externalId: string) => itemEventKey(CATALOG_ID, 'erp', externalId);
+
+function itemEvent(i: number, resourceId = `ext-${i}`) {
+  return domainEvent({ type: 'item.created', catalogId: CATALOG_ID, resourceId, data: trickyItem(i, resourceId) });
+}
+
+/** An event's outbox row, keyed by its item as the service keys them. */
+const rowOf = (event: ReturnType<typeof itemEvent>) => eventRow(event, keyOf(event.resourceId));
 
 /** The domain path: `writeOutbox` in a MikroORM `em.transactional`. */
 async function writeInTransaction(rows: OutboxRow[], rollback = false): Promise<void> {
@@ -113,8 +124,8 @@ after(async () => {
 
 describe('outbox relay', () => {
   test('events committed in a transaction reach the topic with the same key and bytes; a rollback publishes nothing', async () => {
-    const committed = [itemEvent(1), itemEvent(2), itemEvent(3, 'ext-1')].map((event) => eventRow(event));
-    const rolledBack = [itemEvent(99)].map((event) => eventRow(event));
+    const committed = [itemEvent(1), itemEvent(2), itemEvent(3, 'ext-1')].map(rowOf);
+    const rolledBack = [itemEvent(99)].map(rowOf);
     await writeInTransaction(committed);
     await writeInTransaction(rolledBack, true);
 
@@ -128,12 +139,12 @@ describe('outbox relay', () => {
     // Same key, same partition, in commit order: ext-1 got event 1 before event 3. Delivery is
     // at-least-once (a produce retried after a leader change may land twice), so the order is
     // that of each event's first copy.
-    const ext1 = new Set(records.filter((r) => r.key === 'ext-1').map((r) => r.headers['event-id']));
+    const ext1 = new Set(records.filter((r) => r.key === keyOf('ext-1')).map((r) => r.headers['event-id']));
     assert.deepEqual([...ext1], [committed[0]!.eventId, committed[2]!.eventId]);
   });
 
   test('a write outside a transaction commits on its own and is published the same way', async () => {
-    const rows = [itemEvent(7), itemEvent(8)].map((event) => eventRow(event));
+    const rows = [itemEvent(7), itemEvent(8)].map(rowOf);
     await writeOutbox(orm.em.fork(), rows);
     await waitUntil('the relay to publish', async () => (await unsentCount()) === 0, 30_000);
     assertPublishedExactly(await readTopic(brokers, kafka.topic(TOPICS.events)), rows);
@@ -145,18 +156,18 @@ describe('outbox relay', () => {
     const lingering = createOutboxRelay({ orm, databaseUrl, kafka, logger, pollIntervalMs: 120_000, lingerMs: 3000, lingerAfterRows: 5 });
     await lingering.start();
     try {
-      const alone = [itemEvent(501)].map((event) => eventRow(event));
+      const alone = [itemEvent(501)].map(rowOf);
       await writeInTransaction(alone);
       // A claim of fewer than lingerAfterRows rows is followed by a wait for NOTIFY, not by the linger.
       await waitUntil('the lone event to be published', async () => (await unsentCount()) === 0, 2000);
-      const first = Array.from({ length: 5 }, (_, i) => eventRow(itemEvent(510 + i)));
+      const first = Array.from({ length: 5 }, (_, i) => rowOf(itemEvent(510 + i)));
       await writeInTransaction(first);
       await waitUntil('the first busy commit to be published', async () => (await unsentCount()) === 0, 2000);
       const claimsBefore = lingering.stats.batches;
       // Three commits while the relay lingers after a claim of 5 rows: one claim publishes them all.
       const more: OutboxRow[] = [];
       for (let tx = 0; tx < 3; tx++) {
-        const rows = Array.from({ length: 5 }, (_, i) => eventRow(itemEvent(520 + tx * 5 + i)));
+        const rows = Array.from({ length: 5 }, (_, i) => rowOf(itemEvent(520 + tx * 5 + i)));
         await writeInTransaction(rows);
         more.push(...rows);
       }
@@ -177,7 +188,7 @@ describe('outbox relay', () => {
 
     const written: OutboxRow[] = [];
     for (let tx = 0; tx < 6; tx++) {
-      const rows = Array.from({ length: 10 }, (_, i) => eventRow(itemEvent(1000 + tx * 10 + i, `ext-${i % 4}`)));
+      const rows = Array.from({ length: 10 }, (_, i) => rowOf(itemEvent(1000 + tx * 10 + i, `ext-${i % 4}`)));
       await writeInTransaction(rows);
       written.push(...rows);
     }
@@ -195,8 +206,8 @@ describe('outbox relay', () => {
     t.diagnostic(`${written.length} events written during the outage, ${duplicates} duplicate(s) on the topic`);
     // Per key, Kafka holds the events in the order they were committed (duplicates aside).
     for (let key = 0; key < 4; key++) {
-      const expected = written.filter((r) => r.key === `ext-${key}`).map((r) => r.eventId);
-      const seen = [...new Set(records.filter((r) => r.key === `ext-${key}` && expected.includes(r.headers['event-id'] ?? '')).map((r) => r.headers['event-id']))];
+      const expected = written.filter((r) => r.key === keyOf(`ext-${key}`)).map((r) => r.eventId);
+      const seen = [...new Set(records.filter((r) => r.key === keyOf(`ext-${key}`) && expected.includes(r.headers['event-id'] ?? '')).map((r) => r.headers['event-id']))];
       assert.deepEqual(seen, expected, `order of key ext-${key}`);
     }
   });
