@@ -6,6 +6,7 @@ import { listenToChannel } from '../../platform/db/connections.ts';
 import type { ChannelListener } from '../../platform/db/connections.ts';
 import type { Orm } from '../../platform/db/orm.ts';
 import type { KafkaClient } from '../../platform/kafka/client.ts';
+import { TOPICS } from '../../platform/kafka/topics.ts';
 import type { Logger } from '../../platform/log/logger.ts';
 
 export interface OutboxRelayOptions {
@@ -60,7 +61,7 @@ function chunksBySize(rows: readonly OutboxRecord[]): OutboxRecord[][] {
   let current: OutboxRecord[] = [];
   let bytes = 0;
   for (const row of rows) {
-    const size = (row.payload === null ? 0 : Buffer.byteLength(row.payload)) + Buffer.byteLength(row.key) + 200;
+    const size = Buffer.byteLength(row.payload) + (row.item_record === null ? 0 : Buffer.byteLength(row.item_record)) + 2 * Buffer.byteLength(row.key) + 200;
     if (current.length > 0 && bytes + size > MAX_SEND_BYTES) {
       chunks.push(current);
       current = [];
@@ -73,8 +74,17 @@ function chunksBySize(rows: readonly OutboxRecord[]): OutboxRecord[][] {
   return chunks;
 }
 
-function toMessage(row: OutboxRecord): Message {
-  return { key: row.key, value: row.payload, headers: recordHeaders(row) };
+/** The row's messages, by topic: its own, and the item record it carries to the changelog (with the event's key and id). */
+function addMessages(byTopic: Map<string, Message[]>, row: OutboxRecord, topicOf: (logical: string) => string): void {
+  const add = (topic: string, message: Message) => {
+    const messages = byTopic.get(topic);
+    if (messages) messages.push(message);
+    else byTopic.set(topic, [message]);
+  };
+  add(topicOf(row.topic), { key: row.key, value: row.payload, headers: recordHeaders(row) });
+  if (row.item_record !== null) {
+    add(topicOf(TOPICS.items), { key: row.key, value: row.item_record === 'null' ? null : row.item_record, headers: { 'event-id': row.event_id } });
+  }
 }
 
 export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
@@ -143,12 +153,7 @@ export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
       if (claimed.length === 0) return 0;
       for (const chunk of chunksBySize(claimed)) {
         const byTopic = new Map<string, Message[]>();
-        for (const row of chunk) {
-          const topic = options.kafka.topic(row.topic);
-          const messages = byTopic.get(topic);
-          if (messages) messages.push(toMessage(row));
-          else byTopic.set(topic, [toMessage(row)]);
-        }
+        for (const row of chunk) addMessages(byTopic, row, options.kafka.topic);
         await (await options.kafka.producer()).sendBatch({
           acks: -1,
           topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })),

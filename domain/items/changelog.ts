@@ -1,9 +1,8 @@
-// The item changelog (catalog.items.v1): each item's state as GET answers it, appended to the outbox in the transaction that changes it.
+// The item changelog (catalog.items.v1) for changes no item event carries: each item's state as GET answers it, appended to the outbox in the transaction that changes it.
 import { query, sql } from '../../platform/db/sql.ts';
 import type { Db, SqlFragment } from '../../platform/db/sql.ts';
 import { TOPICS } from '../../platform/kafka/topics.ts';
-import { OUTBOX_CHANNEL, itemEventKey, itemEventKeySql } from '../events/outbox.ts';
-import type { OutboxRow } from '../events/outbox.ts';
+import { OUTBOX_CHANNEL, itemEventKeySql } from '../events/outbox.ts';
 import { itemJson } from './view.ts';
 
 /**
@@ -45,9 +44,4 @@ export async function appendItemRecords(db: Db, selection: { from: SqlFragment; 
     const [, externalSystem, externalId] = JSON.parse(row.key) as [string, string, string];
     return { externalSystem, externalId, eventId: row.event_id };
   });
-}
-
-/** The changelog's tombstone of a deleted item: its key, no value. */
-export function itemTombstone(catalogId: string, externalSystem: string, externalId: string, eventId: string): OutboxRow {
-  return { topic: TOPICS.items, key: itemEventKey(catalogId, externalSystem, externalId), eventId, payload: null };
 }

@@ -3,7 +3,6 @@ import type { Item } from '../../generated/client.ts';
 import type { Db } from '../../platform/db/sql.ts';
 import { notFound } from '../../platform/errors.ts';
 import { domainEvent, eventRow, itemEventKey, writeOutbox } from '../events/outbox.ts';
-import { itemTombstone } from './changelog.ts';
 import { deleteItemRow } from './store.ts';
 
 export interface DeletedItem {
@@ -18,10 +17,8 @@ export async function deleteItem(db: Db, catalogId: string, externalSystem: stri
     if (!row) throw notFound(`Item ${externalSystem}/${externalId}`);
     const item = JSON.parse(row.item) as Item;
     const event = domainEvent({ type: 'item.deleted', catalogId, resourceId: externalId, data: item });
-    await writeOutbox(tx, [
-      eventRow(event, itemEventKey(catalogId, externalSystem, externalId)),
-      itemTombstone(catalogId, externalSystem, externalId, event.id),
-    ]);
+    // The changelog's record of a deleted item is a tombstone.
+    await writeOutbox(tx, [eventRow(event, itemEventKey(catalogId, externalSystem, externalId), 'null')]);
     return { externalSystem, externalId, serviceId: item.serviceId };
   });
 }

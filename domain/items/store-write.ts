@@ -141,16 +141,13 @@ function writeStatement(catalogId: string, input: WriteInput, stored: boolean, r
       FROM written i JOIN input x ON x.s = i.external_system AND x.e = i.external_id
     ), ${appendEventsCtes(sql`
       SELECT s.ev, ${TOPICS.events}::text, s.key,
-        '{"id":"' || s.ev || '","type":' || CASE WHEN s.inserted THEN '"item.created"' ELSE '"item.updated"' END
-        || ',"catalogId":"' || ${catalogId}::text || '","resourceId":' || to_json(s.external_id)::text
-        || ',"createdAt":' || to_json(s.at)::text || ',"data":'
-        || CASE WHEN s.inserted THEN s.item ELSE left(s.item, -1) || ',"previousContentHash":"' || s.previous_content_hash
-          || '","changedFields":' || to_json(s.changed_fields)::text || '}' END || '}',
+        concat('{"id":"', s.ev, '","type":"', CASE WHEN s.inserted THEN 'item.created' ELSE 'item.updated' END,
+          '","catalogId":"', ${catalogId}::text, '","resourceId":', to_json(s.external_id), ',"createdAt":', to_json(s.at), ',"data":',
+          CASE WHEN s.inserted THEN s.item ELSE concat(left(s.item, -1), ',"previousContentHash":"', s.previous_content_hash,
+            '","changedFields":', to_json(s.changed_fields), '}') END, '}'),
         jsonb_build_object('event-type', CASE WHEN s.inserted THEN 'item.created' ELSE 'item.updated' END),
-        ${catalog}
-      FROM snapshots s
-      UNION ALL
-      SELECT s.ev, ${TOPICS.items}::text, s.key, s.item, '{}'::jsonb, NULL FROM snapshots s`)}${rider ? sql`, ${rider.ctes}` : sql``}
+        ${catalog}, s.item
+      FROM snapshots s`)}${rider ? sql`, ${rider.ctes}` : sql``}
     ${stored ? RETURN_STORED : rider ? sql`${RETURN_KEYS}, NULL::bigint AS applied ${AFTER_NOTIFY}
     UNION ALL SELECT NULL, NULL, NULL, NULL, ${rider.applied}` : sql`${RETURN_KEYS} ${AFTER_NOTIFY}`}`);
 }
@@ -161,8 +158,9 @@ function writeStatement(catalogId: string, input: WriteInput, stored: boolean, r
  *    request created meanwhile still returns its id: exactly one row per name);
  * 2. inserts or updates the items; the update applies only when the hash differs, so a row
  *    that became equal meanwhile is not rewritten (and not returned);
- * 3. appends item.created / item.updated, and the item's changelog record, to the outbox for
- *    exactly the rows written, each carrying the item as stored (itemJson), deciding the type
+ * 3. appends item.created / item.updated to the outbox for exactly the rows written, each
+ *    carrying the item as stored (itemJson), also the item's record for the changelog (the
+ *    row's item_record, published beside the event), deciding the type
  *    from what the database did, not from the earlier lookup, and item.updated's
  *    previousContentHash and changedFields from the row the update replaced (the DO UPDATE
  *    records them on the row), so a concurrent writer cannot make an event lie; and wakes the relay.

@@ -1,12 +1,13 @@
-// The item changelog: tombstones (a null payload) in the outbox, each item's last change on its row, and items found by the images they name.
+// The item changelog: an event's item record beside it in the outbox, each item's last change on its row, and items found by the images they name.
 import { Migration } from '@mikro-orm/migrations';
 
 export class ItemChangelog extends Migration {
   override name = '0010-item-changelog';
 
   override up(): void {
-    // A deleted item's record on the compacted catalog.items.v1 is a tombstone: no value.
-    this.addSql('ALTER TABLE outbox ALTER COLUMN payload DROP NOT NULL;');
+    // An item event's row also carries the item's record on catalog.items.v1 (the relay
+    // publishes both): one row per change, not two.
+    this.addSql('ALTER TABLE outbox ADD COLUMN item_record text;');
     // Set by the upsert's ON CONFLICT DO UPDATE from the row it replaces, so item.updated
     // reports exactly what that write changed, even when another writer changed it just before.
     this.addSql('ALTER TABLE items ADD COLUMN previous_content_hash text, ADD COLUMN changed_fields text[];');
@@ -19,7 +20,6 @@ export class ItemChangelog extends Migration {
   override down(): void {
     this.addSql('DROP INDEX items_media_idx;');
     this.addSql('ALTER TABLE items DROP COLUMN previous_content_hash, DROP COLUMN changed_fields;');
-    this.addSql("DELETE FROM outbox WHERE payload IS NULL;");
-    this.addSql('ALTER TABLE outbox ALTER COLUMN payload SET NOT NULL;');
+    this.addSql('ALTER TABLE outbox DROP COLUMN item_record;');
   }
 }
