@@ -2,7 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import type { KafkaMessage } from 'kafkajs';
 import { createDeliveries } from '../../domain/webhooks/fan-out.ts';
-import type { FanOutEvent } from '../../domain/webhooks/fan-out.ts';
+import type { FanOutEvent, FanOutRecord } from '../../domain/webhooks/fan-out.ts';
 import type { Db } from '../../platform/db/sql.ts';
 import type { KafkaClient, RunningConsumer } from '../../platform/kafka/client.ts';
 import { isId } from '../../platform/ids.ts';
@@ -24,8 +24,8 @@ export interface FanOutOptions {
   readonly dispatcher: Dispatcher;
 }
 
-/** Reads one record as an event, or undefined (logged) for a record no webhook could receive. */
-export function toFanOutEvent(message: KafkaMessage, logger: Logger): FanOutEvent | undefined {
+/** Reads one record's body as an event, or undefined (logged) for a record no webhook could receive. */
+function readEvent(message: KafkaMessage, logger: Logger): FanOutEvent | undefined {
   const payload = message.value?.toString('utf8');
   if (!payload) return undefined;
   try {
@@ -39,6 +39,19 @@ export function toFanOutEvent(message: KafkaMessage, logger: Logger): FanOutEven
   }
   logger.warn({ offset: message.offset, key: message.key?.toString() }, 'skipped a record that is not a catalog event');
   return undefined;
+}
+
+/**
+ * One record as the fan-out first meets it: its catalog from the `catalog-id` header, the body
+ * left unparsed until a webhook of that catalog may want it. A record without the header (written
+ * before events had headers) is read at once; one whose body cannot be read yields nothing.
+ */
+export function toFanOutRecord(message: KafkaMessage, logger: Logger): FanOutRecord | undefined {
+  const header = message.headers?.['catalog-id'];
+  const catalogId = header === undefined ? undefined : String(header);
+  if (catalogId !== undefined && isId(catalogId)) return { catalogId, read: () => readEvent(message, logger) };
+  const event = readEvent(message, logger);
+  return event && { catalogId: event.catalogId, read: () => event };
 }
 
 /**
@@ -56,7 +69,7 @@ export async function startFanOut(options: FanOutOptions): Promise<RunningConsum
     fromBeginning: true,
     partitionsConsumedConcurrently: 3,
     eachBatch: async ({ batch, heartbeat }) => {
-      const events = batch.messages.map((m) => toFanOutEvent(m, log)).filter((e): e is FanOutEvent => e !== undefined);
+      const events = batch.messages.map((m) => toFanOutRecord(m, log)).filter((e): e is FanOutRecord => e !== undefined);
       const { dispatcher } = options;
       const slots = dispatcher.reserve(events.length * SLOTS_PER_EVENT);
       try {

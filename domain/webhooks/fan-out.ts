@@ -13,6 +13,16 @@ export interface FanOutEvent {
   readonly payload: string;
 }
 
+/**
+ * A record as the fan-out first meets it: its catalog, and the event, read only when a webhook
+ * of that catalog may want it (most records of an import have none: their bodies are never parsed).
+ */
+export interface FanOutRecord {
+  readonly catalogId: string;
+  /** The event, or undefined (and logged) for a record no webhook could receive. */
+  readonly read: () => FanOutEvent | undefined;
+}
+
 export interface FanOutOptions {
   /** The ladder's first delay; only when it is 0 can a delivery be attempted at once. */
   readonly firstDelayMs: number;
@@ -26,7 +36,7 @@ export interface FanOutOptions {
  * The events whose catalog has an active webhook. Most catalogs have none, and an import's
  * events come by the thousand: asking first keeps their payloads off the wire to Postgres.
  */
-async function withActiveWebhooks(db: Db, events: readonly FanOutEvent[]): Promise<readonly FanOutEvent[]> {
+async function withActiveWebhooks(db: Db, events: readonly FanOutRecord[]): Promise<readonly FanOutRecord[]> {
   if (events.length === 0) return events;
   const catalogs = [...new Set(events.map((e) => e.catalogId))];
   const subscribed = await catalogsWithActiveWebhooks(db, catalogs);
@@ -44,8 +54,8 @@ async function withActiveWebhooks(db: Db, events: readonly FanOutEvent[]): Promi
  * the first delay) for whichever worker claims them; if this worker dies, its leases expire and
  * the same happens to the leased ones.
  */
-export async function createDeliveries(db: Db, batch: readonly FanOutEvent[], options: FanOutOptions): Promise<{ created: number; leased: ClaimedDelivery[] }> {
-  const events = await withActiveWebhooks(db, batch);
+export async function createDeliveries(db: Db, batch: readonly FanOutRecord[], options: FanOutOptions): Promise<{ created: number; leased: ClaimedDelivery[] }> {
+  const events = (await withActiveWebhooks(db, batch)).map((record) => record.read()).filter((e): e is FanOutEvent => e !== undefined);
   if (events.length === 0) return { created: 0, leased: [] };
   const result = await insertDeliveries(db, {
     events,
