@@ -1,9 +1,10 @@
 // The one edge around kafkajs: builds the client from config, routes its logs to pino, and hands out producers, consumers and a ping.
-import { Kafka, Partitioners, logLevel } from 'kafkajs';
+import { Kafka, logLevel } from 'kafkajs';
 import type { Admin, Consumer, EachBatchHandler, EachMessageHandler, LogEntry, Message, Producer, RecordMetadata, RetryOptions } from 'kafkajs';
 import type { Config } from '../config/config.ts';
 import type { Logger } from '../log/logger.ts';
 import { silenceKafkajsTimerWarning } from './kafkajs-quirks.ts';
+import { KafkaDefaultPartitioner } from './partitioner.ts';
 import { brokersAnswer } from './probe.ts';
 import { allTopicNames, ensureTopics, topicName } from './topics.ts';
 
@@ -116,7 +117,7 @@ export async function createKafkaClient(config: Config, logger: Logger, options:
         maxInFlightRequests: 1,
         allowAutoTopicCreation: false,
         // Murmur2 like the Java client, so other consumers/producers agree on key → partition.
-        createPartitioner: Partitioners.DefaultPartitioner,
+        createPartitioner: KafkaDefaultPartitioner,
         // Bounded: a send fails in ~10 s when the broker is gone and the caller backs off.
         retry: { retries: 5, initialRetryTime: 300, maxRetryTime: 3000 },
       });
