@@ -2,6 +2,7 @@
 import type { Message } from 'kafkajs';
 import { OUTBOX_CHANNEL, claimOutbox, deleteSentOutbox, markOutboxSent, recordHeaders } from '../../domain/events/outbox.ts';
 import type { OutboxRecord } from '../../domain/events/outbox.ts';
+import { itemRecordOf } from '../../domain/items/changelog.ts';
 import { listenToChannel } from '../../platform/db/connections.ts';
 import type { ChannelListener } from '../../platform/db/connections.ts';
 import type { Orm } from '../../platform/db/orm.ts';
@@ -61,7 +62,8 @@ function chunksBySize(rows: readonly OutboxRecord[]): OutboxRecord[][] {
   let current: OutboxRecord[] = [];
   let bytes = 0;
   for (const row of rows) {
-    const size = Buffer.byteLength(row.payload) + (row.item_record === null ? 0 : Buffer.byteLength(row.item_record)) + 2 * Buffer.byteLength(row.key) + 200;
+    // An item event's changelog record is at most its payload again.
+    const size = 2 * (Buffer.byteLength(row.payload) + Buffer.byteLength(row.key)) + 200;
     if (current.length > 0 && bytes + size > MAX_SEND_BYTES) {
       chunks.push(current);
       current = [];
@@ -74,7 +76,7 @@ function chunksBySize(rows: readonly OutboxRecord[]): OutboxRecord[][] {
   return chunks;
 }
 
-/** The row's messages, by topic: its own, and the item record it carries to the changelog (with the event's key and id). */
+/** The row's messages, by topic: its own, and for an item event the item's changelog record (with the event's key and id). */
 function addMessages(byTopic: Map<string, Message[]>, row: OutboxRecord, topicOf: (logical: string) => string): void {
   const add = (topic: string, message: Message) => {
     const messages = byTopic.get(topic);
@@ -82,9 +84,8 @@ function addMessages(byTopic: Map<string, Message[]>, row: OutboxRecord, topicOf
     else byTopic.set(topic, [message]);
   };
   add(topicOf(row.topic), { key: row.key, value: row.payload, headers: recordHeaders(row) });
-  if (row.item_record !== null) {
-    add(topicOf(TOPICS.items), { key: row.key, value: row.item_record === 'null' ? null : row.item_record, headers: { 'event-id': row.event_id } });
-  }
+  const record = itemRecordOf(row);
+  if (record) add(topicOf(TOPICS.items), { key: row.key, value: record.value, headers: { 'event-id': row.event_id } });
 }
 
 export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {

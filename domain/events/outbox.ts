@@ -42,11 +42,6 @@ export interface OutboxRow {
   readonly eventId: string;
   /** The exact bytes to publish; never re-serialized after this point. */
   readonly payload: string;
-  /**
-   * For an event that changes an item: the item's record on catalog.items.v1 after it, published
-   * beside the event with its key and id; the JSON text `null` for a deleted item (a tombstone).
-   */
-  readonly itemRecord?: string;
   readonly headers?: Readonly<Record<string, string>>;
   /** A domain event's catalog, which GET /events lists it under; absent for work messages. */
   readonly catalogId?: string;
@@ -63,11 +58,11 @@ export const OUTBOX_CHANNEL = 'outbox';
 /**
  * For a statement that appends events in one round trip with the change they report: its
  * `events` and `notified` CTEs, `events` inserting the rows `select` yields (event_id, topic,
- * key, payload, headers, catalog_id, item_record) and `notified` waking the relay when it inserted any.
+ * key, payload, headers, catalog_id) and `notified` waking the relay when it inserted any.
  */
 export function appendEventsCtes(select: SqlFragment): SqlFragment {
   return sql`events AS (
-      INSERT INTO outbox (event_id, topic, key, payload, headers, catalog_id, item_record)
+      INSERT INTO outbox (event_id, topic, key, payload, headers, catalog_id)
       ${select}
       RETURNING 1
     ), notified AS (
@@ -75,7 +70,24 @@ export function appendEventsCtes(select: SqlFragment): SqlFragment {
     )`;
 }
 
-// 7 parameters a row, well under the 65,535 a statement may carry.
+/**
+ * Appends, in one statement, the rows `select` yields as (event_id, topic, key, payload): records
+ * without a catalog of their own (work messages, changelog records), built by SQL from the rows
+ * they describe. Wakes the relay; returns each row's key and event id.
+ */
+export async function appendRows(db: Db, select: SqlFragment): Promise<Array<{ key: string; eventId: string }>> {
+  const rows = await query<{ key: string; event_id: string }>(db, sql`
+    WITH appended AS (
+      INSERT INTO outbox (event_id, topic, key, payload) ${select}
+      RETURNING key, event_id
+    ), notified AS (
+      SELECT pg_notify(${OUTBOX_CHANNEL}::text, '') FROM (SELECT 1 FROM appended LIMIT 1) AS any_row
+    )
+    SELECT key, event_id FROM appended, (SELECT count(*) FROM notified) AS n`);
+  return rows.map((row) => ({ key: row.key, eventId: row.event_id }));
+}
+
+// 6 parameters a row, well under the 65,535 a statement may carry.
 const ROWS_PER_INSERT = 1000;
 
 /** A new event with a time-ordered UUIDv7 id (the webhook event id and the Kafka `event-id` header). */
@@ -119,15 +131,9 @@ export function recordHeaders(record: OutboxRecord): Record<string, string> {
     : { ...headers, 'catalog-id': record.catalog_id, 'content-type': 'application/json', 'schema-version': EVENT_SCHEMA_VERSION };
 }
 
-/**
- * The outbox row for a domain event on `catalog.events.v1`, keyed by its resource (see
- * itemEventKey), with the item record it brings to the changelog, if any (OutboxRow.itemRecord).
- */
-export function eventRow(event: DomainEvent<object>, key: string = event.resourceId, itemRecord?: string): OutboxRow {
-  return {
-    topic: TOPICS.events, key, eventId: event.id, payload: JSON.stringify(event), headers: { 'event-type': event.type }, catalogId: event.catalogId,
-    ...(itemRecord === undefined ? {} : { itemRecord }),
-  };
+/** The outbox row for a domain event on `catalog.events.v1`, keyed by its resource (see itemEventKey). */
+export function eventRow(event: DomainEvent<object>, key: string = event.resourceId): OutboxRow {
+  return { topic: TOPICS.events, key, eventId: event.id, payload: JSON.stringify(event), headers: { 'event-type': event.type }, catalogId: event.catalogId };
 }
 
 /**
@@ -155,8 +161,8 @@ export async function writeOutbox(db: Db, rows: readonly OutboxRow[], options: W
     const params: unknown[] = [];
     const mark = (value: unknown): string => `$${params.push(value)}`;
     const values = chunk.map((row) =>
-      `(${mark(row.eventId)}::uuid, ${mark(row.topic)}, ${mark(row.key)}, ${mark(row.payload)}, ${mark(JSON.stringify(row.headers ?? {}))}::jsonb, ${mark(row.catalogId ?? null)}::uuid, ${mark(row.itemRecord ?? null)})`);
-    const insert = `INSERT INTO outbox (event_id, topic, key, payload, headers, catalog_id, item_record) VALUES ${values.join(', ')}`;
+      `(${mark(row.eventId)}::uuid, ${mark(row.topic)}, ${mark(row.key)}, ${mark(row.payload)}, ${mark(JSON.stringify(row.headers ?? {}))}::jsonb, ${mark(row.catalogId ?? null)}::uuid)`);
+    const insert = `INSERT INTO outbox (event_id, topic, key, payload, headers, catalog_id) VALUES ${values.join(', ')}`;
     const last = start + ROWS_PER_INSERT >= rows.length;
     // The notification rides on the last insert: one round trip per chunk, hot paths included.
     await query(db,
@@ -172,8 +178,6 @@ export interface OutboxRecord {
   readonly topic: string;
   readonly key: string;
   readonly payload: string;
-  /** See OutboxRow.itemRecord. */
-  readonly item_record: string | null;
   readonly headers: Record<string, string>;
   /** A domain event's catalog; null for a work message. */
   readonly catalog_id: string | null;
@@ -192,7 +196,7 @@ export async function claimOutbox(tx: Db, limit: number): Promise<OutboxRecord[]
   const [lock] = await query<{ locked: boolean }>(tx, 'SELECT pg_try_advisory_xact_lock($1) AS locked', [RELAY_LOCK_KEY]);
   if (!lock?.locked) return [];
   return query<OutboxRecord>(tx,
-    `SELECT id, event_id, topic, key, payload, item_record, headers, catalog_id FROM outbox
+    `SELECT id, event_id, topic, key, payload, headers, catalog_id FROM outbox
       WHERE sent_at IS NULL ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED`, [limit]);
 }
 

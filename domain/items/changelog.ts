@@ -1,8 +1,9 @@
-// The item changelog (catalog.items.v1) for changes no item event carries: each item's state as GET answers it, appended to the outbox in the transaction that changes it.
-import { query, sql } from '../../platform/db/sql.ts';
+// The item changelog (catalog.items.v1): each item's state as GET answers it, published from its item events' outbox rows, or appended for changes another event reports.
+import { sql } from '../../platform/db/sql.ts';
 import type { Db, SqlFragment } from '../../platform/db/sql.ts';
 import { TOPICS } from '../../platform/kafka/topics.ts';
-import { OUTBOX_CHANNEL, itemEventKeySql } from '../events/outbox.ts';
+import { appendRows, itemEventKeySql } from '../events/outbox.ts';
+import type { OutboxRecord } from '../events/outbox.ts';
 import { itemJson } from './view.ts';
 
 /**
@@ -27,21 +28,40 @@ export interface RecordedItem {
  */
 export async function appendItemRecords(db: Db, selection: { from: SqlFragment; where: SqlFragment; eventId: SqlFragment }): Promise<RecordedItem[]> {
   const { from, where, eventId } = selection;
-  const rows = await query<{ key: string; event_id: string }>(db, sql`
-    WITH recorded AS (
-      INSERT INTO outbox (event_id, topic, key, payload)
-      SELECT ${eventId}, ${TOPICS.items}::text, ${KEY}, ${RECORD}
-        FROM ${from}
-        LEFT JOIN categories c ON c.id = i.category_id
-        LEFT JOIN brands b ON b.id = i.brand_id
-       WHERE ${where}
-      RETURNING key, event_id
-    ), notified AS (
-      SELECT pg_notify(${OUTBOX_CHANNEL}::text, '') FROM (SELECT 1 FROM recorded LIMIT 1) AS any_record
-    )
-    SELECT key, event_id FROM recorded, (SELECT count(*) FROM notified) AS n`);
+  const rows = await appendRows(db, sql`
+    SELECT ${eventId}, ${TOPICS.items}::text, ${KEY}, ${RECORD}
+      FROM ${from}
+      LEFT JOIN categories c ON c.id = i.category_id
+      LEFT JOIN brands b ON b.id = i.brand_id
+     WHERE ${where}`);
   return rows.map((row) => {
     const [, externalSystem, externalId] = JSON.parse(row.key) as [string, string, string];
-    return { externalSystem, externalId, eventId: row.event_id };
+    return { externalSystem, externalId, eventId: row.eventId };
   });
+}
+
+const DATA = ',"data":';
+const UPDATE_EXTRAS = ',"previousContentHash":"';
+const ITEM_START = '{"serviceId":';
+
+/**
+ * The item changelog's record (catalog.items.v1) that an item event's outbox row stands for too:
+ * the item an item.created or item.updated event carries, cut from the event's own bytes (its
+ * `data`, without item.updated's previousContentHash and changedFields), and for item.deleted a
+ * tombstone (null); undefined for any other row. The cut relies on the layout the events are
+ * written in (store-write.ts, domainEvent): `data` last in the envelope, the update's two fields
+ * last in `data`. Neither marker can occur earlier unescaped: in JSON text every `"` inside a
+ * string is escaped, and jsonb prints `metadata`'s keys with a space after the colon.
+ */
+export function itemRecordOf(record: OutboxRecord): { value: string | null } | undefined {
+  if (record.catalog_id === null) return undefined;
+  const type = record.headers['event-type'];
+  if (type === 'item.deleted') return { value: null };
+  if (type !== 'item.created' && type !== 'item.updated') return undefined;
+  const start = record.payload.indexOf(DATA) + DATA.length;
+  const end = type === 'item.created' ? record.payload.length - 1 : record.payload.lastIndexOf(UPDATE_EXTRAS);
+  // An event written before events carried the item (the upgrade's backlog) has none to give:
+  // migration 0010 wrote every item's record after it.
+  if (!record.payload.startsWith(ITEM_START, start) || end < start) return undefined;
+  return { value: type === 'item.created' ? record.payload.slice(start, end) : `${record.payload.slice(start, end)}}` };
 }

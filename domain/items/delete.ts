@@ -1,4 +1,4 @@
-// Deleting an item: destructive, emits item.deleted with the item as it was, and its changelog tombstone, in the same transaction.
+// Deleting an item: destructive, emits item.deleted with the item as it was (and so its changelog tombstone) in the same transaction.
 import type { Item } from '../../generated/client.ts';
 import type { Db } from '../../platform/db/sql.ts';
 import { notFound } from '../../platform/errors.ts';
@@ -17,8 +17,8 @@ export async function deleteItem(db: Db, catalogId: string, externalSystem: stri
     if (!row) throw notFound(`Item ${externalSystem}/${externalId}`);
     const item = JSON.parse(row.item) as Item;
     const event = domainEvent({ type: 'item.deleted', catalogId, resourceId: externalId, data: item });
-    // The changelog's record of a deleted item is a tombstone.
-    await writeOutbox(tx, [eventRow(event, itemEventKey(catalogId, externalSystem, externalId), 'null')]);
+    // The relay also publishes the item's tombstone to the changelog (itemRecordOf).
+    await writeOutbox(tx, [eventRow(event, itemEventKey(catalogId, externalSystem, externalId))]);
     return { externalSystem, externalId, serviceId: item.serviceId };
   });
 }

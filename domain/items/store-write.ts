@@ -146,7 +146,7 @@ function writeStatement(catalogId: string, input: WriteInput, stored: boolean, r
           CASE WHEN s.inserted THEN s.item ELSE concat(left(s.item, -1), ',"previousContentHash":"', s.previous_content_hash,
             '","changedFields":', to_json(s.changed_fields), '}') END, '}'),
         jsonb_build_object('event-type', CASE WHEN s.inserted THEN 'item.created' ELSE 'item.updated' END),
-        ${catalog}, s.item
+        ${catalog}
       FROM snapshots s`)}${rider ? sql`, ${rider.ctes}` : sql``}
     ${stored ? RETURN_STORED : rider ? sql`${RETURN_KEYS}, NULL::bigint AS applied ${AFTER_NOTIFY}
     UNION ALL SELECT NULL, NULL, NULL, NULL, ${rider.applied}` : sql`${RETURN_KEYS} ${AFTER_NOTIFY}`}`);
@@ -159,8 +159,8 @@ function writeStatement(catalogId: string, input: WriteInput, stored: boolean, r
  * 2. inserts or updates the items; the update applies only when the hash differs, so a row
  *    that became equal meanwhile is not rewritten (and not returned);
  * 3. appends item.created / item.updated to the outbox for exactly the rows written, each
- *    carrying the item as stored (itemJson), also the item's record for the changelog (the
- *    row's item_record, published beside the event), deciding the type
+ *    carrying the item as stored (itemJson; the relay also publishes it to the changelog, see
+ *    itemRecordOf, so it must stay the last part of `data`), deciding the type
  *    from what the database did, not from the earlier lookup, and item.updated's
  *    previousContentHash and changedFields from the row the update replaced (the DO UPDATE
  *    records them on the row), so a concurrent writer cannot make an event lie; and wakes the relay.

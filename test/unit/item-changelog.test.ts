@@ -1,0 +1,30 @@
+// The changelog record an item event's outbox row stands for: the event's item, cut from its bytes, whatever the item holds.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import type { OutboxRecord } from '../../domain/events/outbox.ts';
+import { itemRecordOf } from '../../domain/items/changelog.ts';
+
+const CATALOG = '0192f5e0-1a2b-7c3d-8e4f-5a6b7c8d9e0f';
+// Markers the cut looks for, inside the strings and keys of an item: they must not confuse it.
+const item = {
+  serviceId: '0192f5e4-7b3a-7c1d-9e2f-3a4b5c6d7e8f', externalSystem: 'erp', externalId: 'X,"data":{"serviceId":1}',
+  name: ',"previousContentHash":"', metadata: { data: { previousContentHash: 'x' }, '","changedFields":[': 1 }, contentHash: 'c'.repeat(64),
+};
+const row = (type: string, data: object, resourceId = item.externalId): OutboxRecord => ({
+  id: '1', event_id: '0192f620-5e6f-7a7b-9c8d-9e0f1a2b3c4d', topic: 'catalog.events.v1', key: '[]', catalog_id: CATALOG, headers: { 'event-type': type },
+  payload: JSON.stringify({ id: '0192f620-5e6f-7a7b-9c8d-9e0f1a2b3c4d', type, catalogId: CATALOG, resourceId, createdAt: '2026-11-21T12:00:00.123Z', data }),
+});
+
+test('item.created and item.updated give the item, byte for byte; item.deleted a tombstone', () => {
+  assert.equal(itemRecordOf(row('item.created', item))?.value, JSON.stringify(item));
+  const updated = row('item.updated', { ...item, previousContentHash: 'p'.repeat(64), changedFields: ['name'] });
+  assert.equal(itemRecordOf(updated)?.value, JSON.stringify(item));
+  assert.deepEqual(itemRecordOf(row('item.deleted', item)), { value: null });
+});
+
+test('other events, work messages and events written before events carried the item give nothing', () => {
+  assert.equal(itemRecordOf(row('stock.adjusted', { externalId: 'X', onHand: 1 })), undefined);
+  assert.equal(itemRecordOf({ ...row('item.created', item), catalog_id: null }), undefined);
+  assert.equal(itemRecordOf(row('item.created', { externalId: 'X', externalSystem: 'erp', serviceId: item.serviceId, sku: null })), undefined);
+  assert.equal(itemRecordOf(row('item.updated', { externalId: 'X', externalSystem: 'erp', serviceId: item.serviceId, sku: null, contentHash: item.contentHash })), undefined);
+});
