@@ -146,7 +146,9 @@ function checkMedia(media: readonly Json[], base: string, details: ErrorDetail[]
     const first = firstIndexOf.get(normalizedUrl);
     if (first !== undefined) details.push({ path: `${base}media.${i}.url`, message: `is the same image as media.${first}.url` });
     else firstIndexOf.set(normalizedUrl, i);
-    const sortOrder = (entry.sortOrder as number | undefined) ?? 0;
+    // The schema reports a sortOrder of another type; here it must not reach the sort below,
+    // which would turn a deeply nested array into text and overflow the stack.
+    const sortOrder = typeof entry.sortOrder === 'number' ? entry.sortOrder : 0;
     out.push({ url, normalizedUrl, sourceUrlHash: hashNormalizedUrl(normalizedUrl), role, sortOrder: sortOrder === 0 ? 0 : sortOrder });
   });
   return out.sort((a, b) => a.sortOrder - b.sortOrder || (a.normalizedUrl < b.normalizedUrl ? -1 : a.normalizedUrl > b.normalizedUrl ? 1 : 0));

@@ -169,3 +169,10 @@ test('metadata keeps a "__proto__" key as data', () => {
   assert.equal(Object.getPrototypeOf(result.item.metadata), Object.prototype);
 });
 
+
+test('a media sortOrder nested 10,000 arrays deep is a validation failure, not a stack overflow', () => {
+  let deep: unknown = 1;
+  for (let i = 0; i < 10_000; i++) deep = [deep];
+  const details = detailsOf(withFields({ media: [{ url: 'https://cdn.example.com/a.jpg', sortOrder: deep }, { url: 'https://cdn.example.com/b.jpg', sortOrder: deep }] }));
+  assert.ok(details.some((d) => d.path === 'items.7.media.0.sortOrder'), JSON.stringify(details).slice(0, 300));
+});
