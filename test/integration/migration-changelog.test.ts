@@ -1,0 +1,64 @@
+// Upgrading a database with items: migration 0010 writes each existing item's changelog record, the item exactly as GET returns it.
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import type pg from 'pg';
+import { itemEventKey } from '../../domain/events/outbox.ts';
+import { getItem } from '../../domain/items/read.ts';
+import { newId } from '../../platform/ids.ts';
+import { openDatabase } from '../../platform/db/orm.ts';
+import type { Orm } from '../../platform/db/orm.ts';
+import { createLogger } from '../../platform/log/logger.ts';
+import { dropDatabase, freshDatabase, sqlClient } from '../helpers/database.ts';
+
+const logger = createLogger(process.env.TEST_LOG_LEVEL ?? 'warn');
+let databaseUrl: string;
+let orm: Orm;
+let db: pg.Client;
+
+before(async () => {
+  databaseUrl = await freshDatabase(import.meta.url);
+  // The schema as it was before the changelog: every migration up to 0009.
+  orm = await openDatabase({ databaseUrl, logger, migrate: false });
+  await orm.migrator.up({ to: '0009-event-log' });
+  db = await sqlClient(databaseUrl);
+});
+after(async () => {
+  await db?.end();
+  await orm?.close();
+  if (databaseUrl) await dropDatabase(databaseUrl);
+});
+
+test('every item stored before the upgrade gets one record, equal to what GET answers after it', async () => {
+  const catalogId = newId();
+  const [categoryId, brandId, ingestedHash, pendingHash] = [newId(), newId(), 'a'.repeat(64), 'b'.repeat(64)];
+  await db.query(`INSERT INTO catalogs (id, name, owner_email) VALUES ($1, $2, 'ops@example.com')`, [catalogId, `upgrade-${catalogId}`]);
+  await db.query(`INSERT INTO categories (id, catalog_id, name, name_key) VALUES ($1, $2, 'T-Shirts "Ω"', 't-shirts "ω"')`, [categoryId, catalogId]);
+  await db.query(`INSERT INTO brands (id, catalog_id, name, name_key) VALUES ($1, $2, 'Acme', 'acme')`, [brandId, catalogId]);
+  await db.query(`INSERT INTO media_assets (id, catalog_id, source_url, source_url_hash, status, content_type, width, height, byte_size)
+    VALUES ($1, $2, 'https://cdn.example.com/a.png', $3, 'ingested', 'image/png', 640, 480, 123456)`, [newId(), catalogId, ingestedHash]);
+  const media = [
+    { url: 'https://cdn.example.com/b.png', role: 'gallery', sortOrder: 2, sourceUrlHash: pendingHash },
+    { url: 'https://cdn.example.com/a.png', role: 'primary', sortOrder: 0, sourceUrlHash: ingestedHash },
+  ];
+  const items = [
+    ['erp', 'PLAIN', null, 'Plain', null, null, null, null, null, null, [], null, '[]', false, 0],
+    ['erp', 'FULL "é" \u2028', 'SKU-1', 'Full, "quoted" \\ item', 'Line\nbreak', '19.9000', '7.2500', '0.180000', categoryId, brandId,
+      ['cotton', 'summer'], JSON.stringify({ colour: 'red', sizes: [1, 2.5], nested: { empty: {} } }), JSON.stringify(media), true, 42],
+  ] as const;
+  for (const [system, id, sku, name, description, price, cost, weight, category, brand, tags, metadata, itemMedia, trackStock, onHand] of items) {
+    await db.query(`INSERT INTO items (id, catalog_id, external_system, external_id, sku, name, description, price, cost, weight,
+        category_id, brand_id, tags, metadata, media, track_stock, on_hand, content_hash)
+      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)`,
+    [newId(), catalogId, system, id, sku, name, description, price, cost, weight, category, brand, tags, metadata, itemMedia, trackStock, onHand, 'c'.repeat(64)]);
+  }
+
+  await orm.migrator.up();
+
+  const { rows } = await db.query<{ key: string; payload: string }>(`SELECT key, payload FROM outbox WHERE topic = 'catalog.items.v1' ORDER BY id`);
+  assert.equal(rows.length, items.length);
+  for (const [system, id] of items) {
+    const row = rows.find((r) => r.key === itemEventKey(catalogId, system, id));
+    assert.ok(row, `no record for ${system}/${id}`);
+    assert.deepEqual(JSON.parse(row.payload), await getItem(orm.em.fork(), catalogId, system, id), `${system}/${id}`);
+  }
+});
