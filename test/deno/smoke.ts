@@ -7,6 +7,8 @@ import { fileURLToPath } from 'node:url';
 import { freePort } from '../../scripts/free-port.ts';
 import { dropDatabase, freshDatabase } from '../helpers/database.ts';
 import { ensureKafka } from '../../scripts/kafka.ts';
+import { Kafka, logLevel } from 'kafkajs';
+import { allTopicNames } from '../../platform/kafka/topics.ts';
 import { RawConnection, rawRequest } from '../helpers/raw-http.ts';
 
 // The few Deno APIs used here, typed locally so `tsc` (Node types only) and `deno check` both accept the file.
@@ -205,11 +207,26 @@ function documentedStatuses(contract: Json | undefined): string[] | undefined {
   return operation?.responses ? Object.keys(operation.responses) : undefined;
 }
 
+/** Deletes this run's topics, so runs do not pile them up on a broker they share. */
+async function deleteTopics(brokers: string, topicPrefix: string): Promise<void> {
+  const admin = new Kafka({ clientId: 'deno-smoke', brokers: brokers.split(','), logLevel: logLevel.NOTHING }).admin();
+  try {
+    await admin.connect();
+    await admin.deleteTopics({ topics: allTopicNames(topicPrefix) });
+  } catch {
+    // The service never started, or its topics were never made: nothing to delete.
+  } finally {
+    await admin.disconnect().catch(() => undefined);
+  }
+}
+
 async function main(): Promise<void> {
   const dataDir = mkdtempSync(join(tmpdir(), 'catalog-deno-smoke-'));
+  const topicPrefix = `smoke.deno.${Date.now().toString(36)}.`;
   let databaseUrl: string | undefined;
+  let brokers = '';
   try {
-    let brokers = Deno.env.get('KAFKA_BROKERS') ?? '';
+    brokers = Deno.env.get('KAFKA_BROKERS') ?? '';
     if (brokers === '') {
       // Same as the Node tests' global setup: reuse the project's local broker, start it if needed.
       brokers = (await ensureKafka({ dataDir: join(ROOT, '.data') })).brokers.join(',');
@@ -251,7 +268,7 @@ async function main(): Promise<void> {
         HOST: '127.0.0.1',
         ROLE: 'all',
         KAFKA_BROKERS: brokers,
-        KAFKA_TOPIC_PREFIX: `smoke.deno.${Date.now().toString(36)}.`,
+        KAFKA_TOPIC_PREFIX: topicPrefix,
       },
       stdin: 'null',
       stdout: 'piped',
@@ -387,6 +404,7 @@ async function main(): Promise<void> {
     killServer();
     rmSync(dataDir, { recursive: true, force: true });
     if (databaseUrl) await dropDatabase(databaseUrl).catch(() => undefined);
+    if (brokers !== '') await deleteTopics(brokers, topicPrefix);
   }
 }
 
