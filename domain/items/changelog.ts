@@ -54,7 +54,9 @@ const ITEM_START = '{"serviceId":';
  * string is escaped, and jsonb prints `metadata`'s keys with a space after the colon.
  */
 export function itemRecordOf(record: OutboxRecord): { value: string | null } | undefined {
-  if (record.catalog_id === null) return undefined;
+  // Only rows keyed by the item's identity (itemEventKey): an event written before events were
+  // keyed so, still unsent at an upgrade, has no key the changelog could use.
+  if (record.catalog_id === null || !record.key.startsWith('[')) return undefined;
   const type = record.headers['event-type'];
   if (type === 'item.deleted') return { value: null };
   if (type !== 'item.created' && type !== 'item.updated') return undefined;

@@ -11,7 +11,7 @@ const item = {
   name: ',"previousContentHash":"', metadata: { data: { previousContentHash: 'x' }, '","changedFields":[': 1 }, contentHash: 'c'.repeat(64),
 };
 const row = (type: string, data: object, resourceId = item.externalId): OutboxRecord => ({
-  id: '1', event_id: '0192f620-5e6f-7a7b-9c8d-9e0f1a2b3c4d', topic: 'catalog.events.v1', key: '[]', catalog_id: CATALOG, headers: { 'event-type': type },
+  id: '1', event_id: '0192f620-5e6f-7a7b-9c8d-9e0f1a2b3c4d', topic: 'catalog.events.v1', key: JSON.stringify([CATALOG, 'erp', resourceId]), catalog_id: CATALOG, headers: { 'event-type': type },
   payload: JSON.stringify({ id: '0192f620-5e6f-7a7b-9c8d-9e0f1a2b3c4d', type, catalogId: CATALOG, resourceId, createdAt: '2026-11-21T12:00:00.123Z', data }),
 });
 
@@ -25,6 +25,7 @@ test('item.created and item.updated give the item, byte for byte; item.deleted a
 test('other events, work messages and events written before events carried the item give nothing', () => {
   assert.equal(itemRecordOf(row('stock.adjusted', { externalId: 'X', onHand: 1 })), undefined);
   assert.equal(itemRecordOf({ ...row('item.created', item), catalog_id: null }), undefined);
+  assert.equal(itemRecordOf({ ...row('item.deleted', item), key: item.externalId }), undefined, 'keyed by the bare externalId, as before #19');
   assert.equal(itemRecordOf(row('item.created', { externalId: 'X', externalSystem: 'erp', serviceId: item.serviceId, sku: null })), undefined);
   assert.equal(itemRecordOf(row('item.updated', { externalId: 'X', externalSystem: 'erp', serviceId: item.serviceId, sku: null, contentHash: item.contentHash })), undefined);
 });
