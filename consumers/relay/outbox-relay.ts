@@ -17,11 +17,12 @@ export interface OutboxRelayOptions {
   readonly databaseUrl: string;
   readonly kafka: KafkaClient;
   readonly logger: Logger;
+  /** Records a claim takes at most, in whole outbox rows (one row at least, whatever its size). */
   readonly batchSize?: number;
   /**
    * While writers are busy, how long to wait before the next claim, so that it publishes what
    * several commits wrote in one Kafka request and one claim. "Busy": the last claim found at
-   * least `lingerAfterRows` rows but did not fill a batch (an import commits 100 items and their
+   * least `lingerAfterRows` records but did not fill a batch (an import commits 100 items and their
    * events every few milliseconds). After a smaller claim the relay waits for the next NOTIFY
    * instead, so an event written alone is published at once.
    */
@@ -48,7 +49,7 @@ export interface OutboxRelay {
   start(): Promise<void>;
   /** Finishes the in-flight batch (committed or rolled back), then closes its connections. */
   stop(): Promise<void>;
-  /** Publishes one batch now; returns how many rows it sent. For tests and the CLI. */
+  /** Publishes one claim now; returns how many records it sent. For tests and the CLI. */
   relayOnce(): Promise<number>;
   readonly stats: Readonly<OutboxRelayStats>;
 }
@@ -76,7 +77,7 @@ function chunksBySize(rows: readonly OutboxRecord[]): OutboxRecord[][] {
   return chunks;
 }
 
-/** The row's messages, by topic: its own, and for an item event the item's changelog record (with the event's key and id). */
+/** The record's messages, by topic: its own, and for an item event the item's changelog record (with the event's key and id). */
 function addMessages(byTopic: Map<string, Message[]>, row: OutboxRecord, topicOf: (logical: string) => string): void {
   const add = (topic: string, message: Message) => {
     const messages = byTopic.get(topic);
@@ -144,31 +145,32 @@ export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
     waiter?.finish();
   };
 
-  async function relayOnce(): Promise<number> {
+  /** Publishes one claim; `more`: rows were left waiting. */
+  async function relayClaim(): Promise<{ sent: number; more: boolean }> {
     if (!topicsReady) {
       await options.kafka.ensureTopics();
       topicsReady = true;
     }
-    const sent = await db.transactional(async (tx) => {
-      const claimed = await claimOutbox(tx, batchSize);
-      if (claimed.length === 0) return 0;
-      for (const chunk of chunksBySize(claimed)) {
+    const claim = await db.transactional(async (tx) => {
+      const { records, more } = await claimOutbox(tx, batchSize);
+      if (records.length === 0) return { sent: 0, more };
+      for (const chunk of chunksBySize(records)) {
         const byTopic = new Map<string, Message[]>();
-        for (const row of chunk) addMessages(byTopic, row, options.kafka.topic);
+        for (const record of chunk) addMessages(byTopic, record, options.kafka.topic);
         await (await options.kafka.producer()).sendBatch({
           acks: -1,
           topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })),
         });
       }
       // Only after every chunk was acked: a crash before this commit re-sends (at-least-once).
-      await markOutboxSent(tx, claimed.map((r) => r.id));
-      return claimed.length;
+      await markOutboxSent(tx, records.map((r) => r.row));
+      return { sent: records.length, more };
     });
-    if (sent > 0) {
-      stats.published += sent;
+    if (claim.sent > 0) {
+      stats.published += claim.sent;
       stats.batches += 1;
     }
-    return sent;
+    return claim;
   }
 
   async function cleanup(): Promise<void> {
@@ -189,13 +191,13 @@ export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
     let backoff = 0;
     while (running) {
       try {
-        const sent = await relayOnce();
+        const { sent, more } = await relayClaim();
         if (backoff > 0) log.info({ sent }, 'outbox relay recovered');
         backoff = 0;
         await cleanup();
-        // A full batch means more rows are waiting: go again without napping. A big partial one
+        // A full claim means more rows are waiting: go again without napping. A big partial one
         // means writers are busy: let the next claim gather what they commit meanwhile.
-        if (sent >= batchSize) continue;
+        if (more) continue;
         if (sent >= lingerAfterRows) await nap(lingerMs, false);
         else await nap(pollIntervalMs, true);
       } catch (error) {
@@ -211,7 +213,7 @@ export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
 
   return {
     stats,
-    relayOnce,
+    relayOnce: async () => (await relayClaim()).sent,
     async start() {
       if (running) return;
       running = true;

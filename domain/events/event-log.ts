@@ -1,8 +1,8 @@
 // The event log as the API reads it (GET /events, GET /events/{id}): the catalog's events within the retention period, as delivered.
+import { query, sql } from '../../platform/db/sql.ts';
 import type { Db } from '../../platform/db/sql.ts';
 import { notFound } from '../../platform/errors.ts';
 import { decodeIdCursor, encodeIdCursor } from '../pagination.ts';
-import { eventPage, findEvent } from './outbox.ts';
 
 export interface EventQuery {
   readonly limit: number;
@@ -31,4 +31,85 @@ export async function getEvent(db: Db, catalogId: string, eventId: string): Prom
   const event = await findEvent(db, catalogId, eventId.toLowerCase());
   if (!event) throw notFound('Event');
   return event;
+}
+
+/** Filters of the event log (GET /events). */
+interface EventFilters {
+  readonly type?: string | undefined;
+  readonly resourceId?: string | undefined;
+  /** ISO 8601 UTC with milliseconds, as events carry createdAt. */
+  readonly since?: string | undefined;
+  readonly until?: string | undefined;
+  /** Only events after this event id. */
+  readonly after?: string | undefined;
+}
+
+// UUIDv7 ids begin with their Unix time in ms: the lowest id of a millisecond bounds a time range
+// on the index. An event's id and its createdAt are taken a moment apart, hence the margin.
+const ID_CLOCK_MARGIN_MS = 1000;
+const lowestIdAt = (ms: number): string => {
+  const hex = Math.max(0, ms).toString(16).padStart(12, '0');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-7000-8000-000000000000`;
+};
+const NO_ID = '00000000-0000-0000-0000-000000000000';
+const SPAN = `uuid_range(first_event_id, last_event_id, '[]')`;
+// Rows read a round at first, and at most, while a filtered page looks for its events.
+const FIRST_ROUND_ROWS = 20;
+const MAX_ROUND_ROWS = 1000;
+
+/**
+ * A page of the catalog's events, oldest (lowest id) first, each as delivered.
+ *
+ * Rows hold id ranges that may interleave (concurrent writers), so a page is read in rounds: the
+ * rows whose range holds the position (found by its GiST index), then the next `n` rows by first
+ * id. Every event up to the n-th row's first id is then among them: any other row starts after
+ * it. So those events are final, and a round that finds enough of them ends the page.
+ */
+async function eventPage(db: Db, catalogId: string, filters: EventFilters, limit: number): Promise<{ events: object[]; last: string | undefined; more: boolean }> {
+  const conditions = [sql`true`];
+  let position = filters.after ?? NO_ID;
+  let end: string | undefined;
+  if (filters.since) {
+    const lowest = lowestIdAt(Date.parse(filters.since) - ID_CLOCK_MARGIN_MS);
+    if (lowest > position) position = lowest;
+    conditions.push(sql`e.payload::jsonb ->> 'createdAt' >= ${filters.since}`);
+  }
+  if (filters.until) {
+    end = lowestIdAt(Date.parse(filters.until) + ID_CLOCK_MARGIN_MS);
+    conditions.push(sql`e.event_id < ${end}::uuid`, sql`e.payload::jsonb ->> 'createdAt' < ${filters.until}`);
+  }
+  if (filters.type) conditions.push(sql`e.type = ${filters.type}`);
+  if (filters.resourceId) conditions.push(sql`e.payload::jsonb ->> 'resourceId' = ${filters.resourceId}`);
+  const found: Array<{ event_id: string; payload: string }> = [];
+  for (let rowsPerRound = FIRST_ROUND_ROWS; found.length <= limit; rowsPerRound = Math.min(rowsPerRound * 2, MAX_ROUND_ROWS)) {
+    const next = await query<{ id: string; first_event_id: string }>(db, sql`
+      SELECT id, first_event_id FROM outbox
+       WHERE catalog_id = ${catalogId}::uuid AND first_event_id > ${position}::uuid ${end ? sql`AND first_event_id < ${end}::uuid` : sql``}
+       ORDER BY first_event_id LIMIT ${rowsPerRound}`);
+    const holding = position === NO_ID ? [] : await query<{ id: string }>(db, sql`
+      SELECT id FROM outbox WHERE catalog_id = ${catalogId}::uuid AND ${sql.raw(SPAN)} @> ${position}::uuid`);
+    const complete = next.length < rowsPerRound;
+    const reached = next.at(-1)?.first_event_id;
+    const events = await query<{ event_id: string; payload: string }>(db, sql`
+      SELECT e.event_id, e.payload
+        FROM outbox o, unnest(o.event_ids, o.payloads, o.types) AS e(event_id, payload, type)
+       WHERE o.id = ANY(${[...next.map((r) => r.id), ...holding.map((r) => r.id)]}::bigint[])
+         AND e.event_id > ${position}::uuid ${complete ? sql`` : sql`AND e.event_id <= ${reached}::uuid`}
+         AND ${sql.join(conditions, sql` AND `)}
+       ORDER BY e.event_id LIMIT ${limit + 1 - found.length}`);
+    found.push(...events);
+    if (complete) break;
+    position = reached!;
+  }
+  const shown = found.slice(0, limit);
+  return { events: shown.map((row) => JSON.parse(row.payload) as object), last: shown.at(-1)?.event_id, more: found.length > limit };
+}
+
+/** One of the catalog's events, as delivered, or undefined. */
+async function findEvent(db: Db, catalogId: string, eventId: string): Promise<object | undefined> {
+  const [row] = await query<{ payload: string }>(db, sql`
+    SELECT e.payload FROM outbox o, unnest(o.event_ids, o.payloads) AS e(event_id, payload)
+     WHERE o.catalog_id = ${catalogId}::uuid AND ${sql.raw(SPAN.replace(/(first|last)_event_id/g, 'o.$1_event_id'))} @> ${eventId}::uuid
+       AND e.event_id = ${eventId}::uuid`);
+  return row && JSON.parse(row.payload) as object;
 }

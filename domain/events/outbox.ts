@@ -34,7 +34,7 @@ export interface DomainEventInput<TData extends object> {
   readonly now?: Date;
 }
 
-/** One row of the outbox table, ready to insert. */
+/** A record for the outbox, ready to append: one Kafka record, as the relay will publish it. */
 export interface OutboxRow {
   /** Logical topic, without the environment prefix (the relay adds it). */
   readonly topic: string;
@@ -42,7 +42,8 @@ export interface OutboxRow {
   readonly eventId: string;
   /** The exact bytes to publish; never re-serialized after this point. */
   readonly payload: string;
-  readonly headers?: Readonly<Record<string, string>>;
+  /** A domain event's type, its `event-type` header; absent for work messages. */
+  readonly type?: EventType;
   /** A domain event's catalog, which GET /events lists it under; absent for work messages. */
   readonly catalogId?: string;
 }
@@ -56,39 +57,60 @@ export interface WriteOutboxOptions {
 export const OUTBOX_CHANNEL = 'outbox';
 
 /**
+ * The outbox is batched: a row holds, in parallel arrays and in publishing order, the records
+ * one statement appended for one topic and catalog (at most this many), so an import batch of
+ * 100 items is one row, not 100, written, claimed and marked sent once.
+ */
+const EVENTS_PER_ROW = 1000;
+
+/**
+ * The INSERT of the records `select` yields as (event_id, topic, key, payload, type,
+ * catalog_id, ord), grouped into rows by topic and catalog, each row's records in `ord` order
+ * (rows get their ids in the order of their first record). `returning` names what it returns.
+ */
+function insertRecords(select: SqlFragment, returning: SqlFragment): SqlFragment {
+  return sql`INSERT INTO outbox (topic, catalog_id, event_ids, keys, types, payloads, first_event_id, last_event_id)
+      SELECT r.topic, r.catalog_id, array_agg(r.event_id ORDER BY r.n), array_agg(r.key ORDER BY r.n),
+        array_agg(r.type ORDER BY r.n), array_agg(r.payload ORDER BY r.n),
+        min(r.event_id::text COLLATE "C")::uuid, max(r.event_id::text COLLATE "C")::uuid
+      FROM (SELECT s.*, row_number() OVER (PARTITION BY s.topic, s.catalog_id ORDER BY s.ord) AS n
+              FROM (${select}) AS s(event_id, topic, key, payload, type, catalog_id, ord)) AS r
+      GROUP BY r.topic, r.catalog_id, (r.n - 1) / ${EVENTS_PER_ROW}
+      ORDER BY min(r.ord)
+      RETURNING ${returning}`;
+}
+
+/**
  * For a statement that appends events in one round trip with the change they report: its
- * `events` and `notified` CTEs, `events` inserting the rows `select` yields (event_id, topic,
- * key, payload, headers, catalog_id) and `notified` waking the relay when it inserted any.
+ * `events` and `notified` CTEs, `events` appending the records `select` yields (event_id, topic,
+ * key, payload, type, catalog_id, ord: see insertRecords) and `notified` waking the relay when
+ * it appended any.
  */
 export function appendEventsCtes(select: SqlFragment): SqlFragment {
   return sql`events AS (
-      INSERT INTO outbox (event_id, topic, key, payload, headers, catalog_id)
-      ${select}
-      RETURNING 1
+      ${insertRecords(select, sql`1`)}
     ), notified AS (
       SELECT pg_notify(${OUTBOX_CHANNEL}::text, '') FROM (SELECT 1 FROM events LIMIT 1) AS any_event
     )`;
 }
 
 /**
- * Appends, in one statement, the rows `select` yields as (event_id, topic, key, payload): records
- * without a catalog of their own (work messages, changelog records), built by SQL from the rows
- * they describe. Wakes the relay; returns each row's key and event id.
+ * Appends, in one statement, the records `select` yields as (event_id, topic, key, payload):
+ * records without a catalog of their own (work messages, changelog records), built by SQL from
+ * the rows they describe. Wakes the relay; returns each record's key and event id.
  */
 export async function appendRows(db: Db, select: SqlFragment): Promise<Array<{ key: string; eventId: string }>> {
   const rows = await query<{ key: string; event_id: string }>(db, sql`
     WITH appended AS (
-      INSERT INTO outbox (event_id, topic, key, payload) ${select}
-      RETURNING key, event_id
+      ${insertRecords(sql`SELECT a.event_id, a.topic, a.key, a.payload, NULL::text, NULL::uuid, 0 FROM (${select}) AS a(event_id, topic, key, payload)`,
+        sql`keys, event_ids`)}
     ), notified AS (
       SELECT pg_notify(${OUTBOX_CHANNEL}::text, '') FROM (SELECT 1 FROM appended LIMIT 1) AS any_row
     )
-    SELECT key, event_id FROM appended, (SELECT count(*) FROM notified) AS n`);
+    SELECT r.key, r.event_id FROM appended, unnest(appended.keys, appended.event_ids) AS r(key, event_id), (SELECT count(*) FROM notified) AS n`);
   return rows.map((row) => ({ key: row.key, eventId: row.event_id }));
 }
 
-// 6 parameters a row, well under the 65,535 a statement may carry.
-const ROWS_PER_INSERT = 1000;
 
 /** A new event with a time-ordered UUIDv7 id (the webhook event id and the Kafka `event-id` header). */
 export function domainEvent<TData extends object>(input: DomainEventInput<TData>): DomainEvent<TData> {
@@ -120,65 +142,72 @@ export const itemEventKeySql = (catalogId: string, externalSystem: string, exter
 export const mediaEventKey = (catalogId: string, sourceUrlHash: string): string => JSON.stringify([catalogId, sourceUrlHash]);
 
 /**
- * The Kafka headers of an outbox row: `event-id`, what the row stored (an event's `event-type`),
- * and for a domain event its `catalog-id`, `content-type` and `schema-version`. Only the event
- * type is stored; the rest comes from the row's columns when it is published, which keeps the
- * outbox rows, and the statements that write and claim them, small.
+ * The Kafka headers of an outbox record: `event-id`, a domain event's `event-type`, and for a
+ * domain event its `catalog-id`, `content-type` and `schema-version`. Only the event type is
+ * stored; the rest comes from the row's columns when it is published, which keeps the outbox
+ * rows, and the statements that write and claim them, small.
  */
 export function recordHeaders(record: OutboxRecord): Record<string, string> {
-  const headers = { ...record.headers, 'event-id': record.event_id };
+  const headers: Record<string, string> = record.type === null ? { 'event-id': record.event_id } : { 'event-type': record.type, 'event-id': record.event_id };
   return record.catalog_id === null ? headers
     : { ...headers, 'catalog-id': record.catalog_id, 'content-type': 'application/json', 'schema-version': EVENT_SCHEMA_VERSION };
 }
 
-/** The outbox row for a domain event on `catalog.events.v1`, keyed by its resource (see itemEventKey). */
+/** The outbox record for a domain event on `catalog.events.v1`, keyed by its resource (see itemEventKey). */
 export function eventRow(event: DomainEvent<object>, key: string = event.resourceId): OutboxRow {
-  return { topic: TOPICS.events, key, eventId: event.id, payload: JSON.stringify(event), headers: { 'event-type': event.type }, catalogId: event.catalogId };
+  return { topic: TOPICS.events, key, eventId: event.id, payload: JSON.stringify(event), type: event.type, catalogId: event.catalogId };
 }
 
 /**
- * The outbox row for a work message on another topic (`catalog.imports.v1` keyed by jobId,
+ * The outbox record for a work message on another topic (`catalog.imports.v1` keyed by jobId,
  * `catalog.media.v1` by sourceUrlHash, `catalog.webhook-deliveries.v1` by webhook id).
  */
-export function messageRow(input: { topic: string; key: string; body: unknown; eventId?: string; headers?: Record<string, string> }): OutboxRow {
-  return {
-    topic: input.topic,
-    key: input.key,
-    eventId: input.eventId ?? newId(),
-    payload: JSON.stringify(input.body),
-    ...(input.headers ? { headers: input.headers } : {}),
-  };
+export function messageRow(input: { topic: string; key: string; body: unknown; eventId?: string }): OutboxRow {
+  return { topic: input.topic, key: input.key, eventId: input.eventId ?? newId(), payload: JSON.stringify(input.body) };
 }
 
 /**
- * Appends rows to the outbox. Call it with the transaction that makes the change the rows
- * describe (`tx` inside `db.transactional`): they commit, or vanish, together with it (STYLE: no
- * enqueue outside the transaction).
+ * Appends records to the outbox, in one statement: a row for each topic and catalog among them,
+ * each keeping their order. Call it with the transaction that makes the change the records
+ * describe (`tx` inside `db.transactional`): they commit, or vanish, together with it (STYLE:
+ * no enqueue outside the transaction).
  */
 export async function writeOutbox(db: Db, rows: readonly OutboxRow[], options: WriteOutboxOptions = {}): Promise<void> {
-  for (let start = 0; start < rows.length; start += ROWS_PER_INSERT) {
-    const chunk = rows.slice(start, start + ROWS_PER_INSERT);
-    const params: unknown[] = [];
-    const mark = (value: unknown): string => `$${params.push(value)}`;
-    const values = chunk.map((row) =>
-      `(${mark(row.eventId)}::uuid, ${mark(row.topic)}, ${mark(row.key)}, ${mark(row.payload)}, ${mark(JSON.stringify(row.headers ?? {}))}::jsonb, ${mark(row.catalogId ?? null)}::uuid)`);
-    const insert = `INSERT INTO outbox (event_id, topic, key, payload, headers, catalog_id) VALUES ${values.join(', ')}`;
-    const last = start + ROWS_PER_INSERT >= rows.length;
-    // The notification rides on the last insert: one round trip per chunk, hot paths included.
-    await query(db,
-      last && options.notify !== false ? `WITH written AS (${insert} RETURNING 1) SELECT pg_notify(${mark(OUTBOX_CHANNEL)}, '')` : insert,
-      params);
+  if (rows.length === 0) return;
+  const groups = new Map<string, OutboxRow[]>();
+  for (const row of rows) {
+    const group = `${row.topic} ${row.catalogId ?? ''}`;
+    const members = groups.get(group);
+    if (members) members.push(row);
+    else groups.set(group, [row]);
   }
+  const values: SqlFragment[] = [];
+  for (const members of groups.values()) {
+    for (let start = 0; start < members.length; start += EVENTS_PER_ROW) {
+      const chunk = members.slice(start, start + EVENTS_PER_ROW);
+      const first = chunk[0]!;
+      values.push(sql`(${first.topic}::text, ${first.catalogId ?? null}::uuid, ${chunk.map((r) => r.eventId)}::uuid[],
+        ${chunk.map((r) => r.key)}::text[], ${chunk.map((r) => r.type ?? null)}::text[], ${chunk.map((r) => r.payload)}::text[])`);
+    }
+  }
+  const insert = sql`INSERT INTO outbox (topic, catalog_id, event_ids, keys, types, payloads, first_event_id, last_event_id)
+    SELECT v.topic, v.catalog_id, v.event_ids, v.keys, v.types, v.payloads,
+      (SELECT min(e::text COLLATE "C")::uuid FROM unnest(v.event_ids) AS e), (SELECT max(e::text COLLATE "C")::uuid FROM unnest(v.event_ids) AS e)
+    FROM (VALUES ${sql.join(values, sql`, `)}) AS v(topic, catalog_id, event_ids, keys, types, payloads)`;
+  // The notification rides on the insert: one round trip, hot paths included.
+  await query(db, options.notify === false ? insert : sql`WITH written AS (${insert} RETURNING 1) SELECT pg_notify(${OUTBOX_CHANNEL}::text, '')`);
 }
 
-/** An outbox row as the relay claims it. */
+/** An outbox record as the relay claims it, with the row it is part of. */
 export interface OutboxRecord {
-  readonly id: string;
+  /** The outbox row (batch) holding it. */
+  readonly row: string;
   readonly event_id: string;
   readonly topic: string;
   readonly key: string;
   readonly payload: string;
-  readonly headers: Record<string, string>;
+  /** A domain event's type (its event-type header); null for a work message or changelog record. */
+  readonly type: string | null;
   /** A domain event's catalog; null for a work message. */
   readonly catalog_id: string | null;
 }
@@ -187,29 +216,39 @@ export interface OutboxRecord {
 const RELAY_LOCK_KEY = 0x6f7574626f78;
 
 /**
- * Locks up to `limit` unsent rows in id order, in the transaction `tx` that will mark them sent;
- * none when another relay is publishing. One relay publishes at a time, so rows with the same
- * key reach Kafka in id order even with several instances; SKIP LOCKED keeps it safe should that
- * lock ever be dropped.
+ * Locks the oldest unsent rows holding up to `limit` records (one row at least, whatever its
+ * size), in the transaction `tx` that will mark them sent, and returns their records in
+ * publishing order; none when another relay is publishing. One relay publishes at a time, so
+ * records with the same key reach Kafka in order even with several instances; SKIP LOCKED
+ * keeps it safe should that lock ever be dropped. `more`: unsent rows were left for the next claim.
  */
-export async function claimOutbox(tx: Db, limit: number): Promise<OutboxRecord[]> {
+export async function claimOutbox(tx: Db, limit: number): Promise<{ records: OutboxRecord[]; more: boolean }> {
   const [lock] = await query<{ locked: boolean }>(tx, 'SELECT pg_try_advisory_xact_lock($1) AS locked', [RELAY_LOCK_KEY]);
-  if (!lock?.locked) return [];
-  return query<OutboxRecord>(tx,
-    `SELECT id, event_id, topic, key, payload, headers, catalog_id FROM outbox
-      WHERE sent_at IS NULL ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED`, [limit]);
+  if (!lock?.locked) return { records: [], more: false };
+  // Chosen by reading, then locked: only the rows taken get a row lock (and its write).
+  const waiting = await query<{ id: string; running: string }>(tx,
+    `SELECT id, sum(cardinality(event_ids)) OVER (ORDER BY id) AS running
+       FROM (SELECT id, event_ids FROM outbox WHERE sent_at IS NULL ORDER BY id LIMIT $1) AS w`, [limit]);
+  const taken = waiting.filter((row, i) => i === 0 || Number(row.running) <= limit).map((row) => row.id);
+  if (taken.length === 0) return { records: [], more: false };
+  const records = await query<OutboxRecord>(tx,
+    `SELECT o.id AS row, e.event_id, o.topic, e.key, e.payload, e.type, o.catalog_id
+       FROM outbox o, unnest(o.event_ids, o.keys, o.payloads, o.types) WITH ORDINALITY AS e(event_id, key, payload, type, ord)
+      WHERE o.id = ANY($1::bigint[]) AND o.sent_at IS NULL ORDER BY o.id, e.ord FOR UPDATE OF o SKIP LOCKED`, [taken]);
+  return { records, more: taken.length < waiting.length || waiting.length === limit };
 }
 
-/** The events not published yet: how many, and the oldest one's age in seconds (0 when none waits). */
+/** The records not published yet: how many, and the oldest one's age in seconds (0 when none waits). */
 export async function outboxBacklog(db: Db): Promise<{ pending: number; lagSeconds: number }> {
   const [row] = await query<{ pending: string; lag: number }>(db,
-    `SELECT count(*) AS pending, coalesce(extract(epoch FROM now() - min(created_at)), 0)::float8 AS lag
+    `SELECT coalesce(sum(cardinality(event_ids)), 0) AS pending, coalesce(extract(epoch FROM now() - min(created_at)), 0)::float8 AS lag
        FROM outbox WHERE sent_at IS NULL`);
   return { pending: Number(row?.pending ?? 0), lagSeconds: row?.lag ?? 0 };
 }
 
-export async function markOutboxSent(tx: Db, ids: readonly string[]): Promise<void> {
-  await query(tx, 'UPDATE outbox SET sent_at = now() WHERE id = ANY($1::bigint[])', [ids]);
+/** Marks the outbox rows `rows` (OutboxRecord.row) sent. */
+export async function markOutboxSent(tx: Db, rows: readonly string[]): Promise<void> {
+  await query(tx, 'UPDATE outbox SET sent_at = now() WHERE id = ANY($1::bigint[])', [[...new Set(rows)]]);
 }
 
 /**
@@ -223,51 +262,4 @@ export async function deleteSentOutbox(db: Db, cutoff: { events: Date; others: D
         ORDER BY id LIMIT $3) RETURNING 1)
      SELECT count(*) AS deleted FROM gone`, [cutoff.events, cutoff.others, limit]);
   return Number(row?.deleted ?? 0);
-}
-
-/** Filters of the event log (GET /events). */
-export interface EventFilters {
-  readonly type?: string | undefined;
-  readonly resourceId?: string | undefined;
-  /** ISO 8601 UTC with milliseconds, as events carry createdAt. */
-  readonly since?: string | undefined;
-  readonly until?: string | undefined;
-  /** Only events after this event id. */
-  readonly after?: string | undefined;
-}
-
-// UUIDv7 ids begin with their Unix time in ms: the lowest id of a millisecond bounds a time range
-// on the index. An event's id and its createdAt are taken a moment apart, hence the margin.
-const ID_CLOCK_MARGIN_MS = 1000;
-const lowestIdAt = (ms: number): string => {
-  const hex = Math.max(0, ms).toString(16).padStart(12, '0');
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-7000-8000-000000000000`;
-};
-
-/** A page of the catalog's events, oldest first, each as delivered. */
-export async function eventPage(db: Db, catalogId: string, filters: EventFilters, limit: number): Promise<{ events: object[]; last: string | undefined; more: boolean }> {
-  const conditions = [sql`catalog_id = ${catalogId}::uuid`];
-  if (filters.after) conditions.push(sql`event_id > ${filters.after}::uuid`);
-  if (filters.since) {
-    conditions.push(sql`event_id >= ${lowestIdAt(Date.parse(filters.since) - ID_CLOCK_MARGIN_MS)}::uuid`);
-    conditions.push(sql`payload::jsonb ->> 'createdAt' >= ${filters.since}`);
-  }
-  if (filters.until) {
-    conditions.push(sql`event_id < ${lowestIdAt(Date.parse(filters.until) + ID_CLOCK_MARGIN_MS)}::uuid`);
-    conditions.push(sql`payload::jsonb ->> 'createdAt' < ${filters.until}`);
-  }
-  if (filters.type) conditions.push(sql`headers ->> 'event-type' = ${filters.type}`);
-  if (filters.resourceId) conditions.push(sql`payload::jsonb ->> 'resourceId' = ${filters.resourceId}`);
-  const rows = await query<{ event_id: string; payload: string }>(db, sql`
-    SELECT event_id, payload FROM outbox WHERE ${sql.join(conditions, sql` AND `)}
-     ORDER BY event_id LIMIT ${limit + 1}`);
-  const shown = rows.slice(0, limit);
-  return { events: shown.map((row) => JSON.parse(row.payload) as object), last: shown.at(-1)?.event_id, more: rows.length > limit };
-}
-
-/** One of the catalog's events, as delivered, or undefined. */
-export async function findEvent(db: Db, catalogId: string, eventId: string): Promise<object | undefined> {
-  const [row] = await query<{ payload: string }>(db,
-    'SELECT payload FROM outbox WHERE catalog_id = $1 AND event_id = $2', [catalogId, eventId]);
-  return row && JSON.parse(row.payload) as object;
 }

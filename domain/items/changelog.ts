@@ -57,7 +57,7 @@ export function itemRecordOf(record: OutboxRecord): { value: string | null } | u
   // Only rows keyed by the item's identity (itemEventKey): an event written before events were
   // keyed so, still unsent at an upgrade, has no key the changelog could use.
   if (record.catalog_id === null || !record.key.startsWith('[')) return undefined;
-  const type = record.headers['event-type'];
+  const { type } = record;
   if (type === 'item.deleted') return { value: null };
   if (type !== 'item.created' && type !== 'item.updated') return undefined;
   const start = record.payload.indexOf(DATA) + DATA.length;

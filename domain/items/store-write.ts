@@ -136,7 +136,7 @@ function writeStatement(catalogId: string, input: WriteInput, stored: boolean, r
         WHERE i.content_hash <> excluded.content_hash
       RETURNING i.*, (i.xmax = 0) AS inserted
     ), snapshots AS (
-      SELECT i.inserted, x.ev, x.at, i.external_id, i.previous_content_hash, i.changed_fields,
+      SELECT i.inserted, x.ord, x.ev, x.at, i.external_id, i.previous_content_hash, i.changed_fields,
         ${SNAPSHOT} AS item, ${KEY} AS key
       FROM written i JOIN input x ON x.s = i.external_system AND x.e = i.external_id
     ), ${appendEventsCtes(sql`
@@ -145,8 +145,7 @@ function writeStatement(catalogId: string, input: WriteInput, stored: boolean, r
           '","catalogId":"', ${catalogId}::text, '","resourceId":', to_json(s.external_id), ',"createdAt":', to_json(s.at), ',"data":',
           CASE WHEN s.inserted THEN s.item ELSE concat(left(s.item, -1), ',"previousContentHash":"', s.previous_content_hash,
             '","changedFields":', to_json(s.changed_fields), '}') END, '}'),
-        jsonb_build_object('event-type', CASE WHEN s.inserted THEN 'item.created' ELSE 'item.updated' END),
-        ${catalog}
+        CASE WHEN s.inserted THEN 'item.created' ELSE 'item.updated' END, ${catalog}, s.ord
       FROM snapshots s`)}${rider ? sql`, ${rider.ctes}` : sql``}
     ${stored ? RETURN_STORED : rider ? sql`${RETURN_KEYS}, NULL::bigint AS applied ${AFTER_NOTIFY}
     UNION ALL SELECT NULL, NULL, NULL, NULL, ${rider.applied}` : sql`${RETURN_KEYS} ${AFTER_NOTIFY}`}`);

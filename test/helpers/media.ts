@@ -54,15 +54,15 @@ export async function eventually<T>(check: () => Promise<T | undefined>, what: s
 /** Jobs put on catalog.media.v1 (through the outbox) for a catalog. */
 export async function mediaJobs(sql: pg.Client, catalogId: string): Promise<Array<{ key: string; body: any }>> {
   const { rows } = await sql.query(
-    `SELECT key, payload FROM outbox WHERE topic = 'catalog.media.v1' AND payload::jsonb ->> 'catalogId' = $1 ORDER BY id`, [catalogId]);
+    `SELECT key, payload FROM outbox_events WHERE topic = 'catalog.media.v1' AND payload::jsonb ->> 'catalogId' = $1 ORDER BY batch_id, ord`, [catalogId]);
   return rows.map((r) => ({ key: r.key, body: JSON.parse(r.payload) }));
 }
 
 /** media.* events of a catalog as written to the outbox (what the relay publishes unchanged). */
 export async function mediaEvents(sql: pg.Client, catalogId: string, sourceUrlHash?: string): Promise<any[]> {
   const { rows } = await sql.query(
-    `SELECT payload FROM outbox WHERE topic = 'catalog.events.v1' AND headers ->> 'event-type' LIKE 'media.%'
-      AND payload::jsonb ->> 'catalogId' = $1 AND ($2::text IS NULL OR payload::jsonb ->> 'resourceId' = $2) ORDER BY id`, [catalogId, sourceUrlHash ?? null]);
+    `SELECT payload FROM outbox_events WHERE topic = 'catalog.events.v1' AND type LIKE 'media.%'
+      AND payload::jsonb ->> 'catalogId' = $1 AND ($2::text IS NULL OR payload::jsonb ->> 'resourceId' = $2) ORDER BY batch_id, ord`, [catalogId, sourceUrlHash ?? null]);
   return rows.map((r) => JSON.parse(r.payload));
 }
 

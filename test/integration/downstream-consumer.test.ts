@@ -120,7 +120,7 @@ async function assertMirrored(tenantOf: Tenant): Promise<Item[]> {
   return expected;
 }
 
-const changelogRows = async () => Number((await sql.query(`SELECT count(*) FROM outbox WHERE topic = 'catalog.items.v1'`)).rows[0].count);
+const changelogRows = async () => Number((await sql.query(`SELECT count(*) FROM outbox_events WHERE topic = 'catalog.items.v1'`)).rows[0].count);
 
 before(async () => {
   origin = await startImageOrigin();

@@ -18,7 +18,7 @@ const opts = (who: Tenant = tenant) => clientOptions(service.url, who.key);
 /** The catalog's events as the outbox stored them, oldest first: what webhooks and Kafka carry. */
 async function stored(catalogId: string): Promise<Array<Record<string, unknown>>> {
   const { rows } = await sql.query(
-    `SELECT payload FROM outbox WHERE topic = 'catalog.events.v1' AND payload::jsonb ->> 'catalogId' = $1 ORDER BY event_id`, [catalogId]);
+    `SELECT payload FROM outbox_events WHERE topic = 'catalog.events.v1' AND payload::jsonb ->> 'catalogId' = $1 ORDER BY event_id`, [catalogId]);
   return rows.map((r: { payload: string }) => JSON.parse(r.payload));
 }
 
@@ -80,6 +80,37 @@ test('filters: type, resourceId, after (the last event handled), since and until
   assert.deepEqual(await list({ since: offset }), await list({ since: third }));
 });
 
+test('events of concurrent writers, whose outbox rows hold interleaving ids, are listed in id order at any page size, filter and position', async () => {
+  const mixed = await service.newTenant();
+  const em = service.service.orm.em.fork();
+  const all = Array.from({ length: 40 }, (_, i) =>
+    domainEvent({ type: i % 3 === 0 ? 'import.failed' : 'import.completed', catalogId: mixed.catalogId, resourceId: `R-${i % 4}`, data: { i } }));
+  const ids = all.map((e) => e.id);
+  const event = (i: number) => all[i]!;
+  // Four transactions, each its own row: one spans all the others' ids; one has a single event.
+  const rows = [[0, 10, 20, 30, 39], [1, 2, 3, 4, 5, 6, 7, 8, 9], [11, 12, 13, 14, 15, 16, 17, 18, 19, 21, 22], [23]];
+  const rest = ids.map((_, i) => i).filter((i) => !rows.flat().includes(i));
+  for (const members of [...rows, rest]) await writeOutbox(em, members.map((i) => eventRow(event(i))), { notify: false });
+  assert.equal(Number((await sql.query('SELECT count(*) FROM outbox WHERE catalog_id = $1', [mixed.catalogId])).rows[0].count), 5);
+
+  const walk = async (query: Parameters<typeof api.listEvents>[0]) => {
+    const seen: string[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = expectData(await api.listEvents({ ...query, ...(cursor ? { cursor } : {}) }, opts(mixed)), 200);
+      seen.push(...page.events.map((e) => e.id));
+      cursor = page.nextCursor ?? undefined;
+    } while (cursor && seen.length <= ids.length);
+    return seen;
+  };
+  for (const limit of [1, 2, 3, 7, 100]) {
+    assert.deepEqual(await walk({ limit }), ids, `limit ${limit}`);
+    assert.deepEqual(await walk({ limit, $type: 'import.failed' }), all.filter((e) => e.type === 'import.failed').map((e) => e.id), `failed, limit ${limit}`);
+    assert.deepEqual(await walk({ limit, resourceId: 'R-1', after: ids[10] }), all.filter((e, i) => i > 10 && e.resourceId === 'R-1').map((e) => e.id), `R-1 after 10, limit ${limit}`);
+  }
+  for (const i of [0, 10, 23, 39]) assert.deepEqual(expectData(await api.getEvent(ids[i]!, opts(mixed)), 200), JSON.parse(eventRow(event(i)).payload));
+});
+
 test('GET /events/{id} answers the event as delivered; 404 for another catalog\'s or an unknown one; 400 for a bad id or cursor', async () => {
   const [first] = await stored(tenant.catalogId);
   assert.deepEqual(expectData(await api.getEvent(first!.id as string, opts()), 200), first);
@@ -94,10 +125,12 @@ test('the purge keeps sent events for the retention period and sent work message
   const event = domainEvent({ type: 'webhook.test', catalogId: tenant.catalogId, resourceId: 'purge', data: {} });
   const work = messageRow({ topic: 'catalog.media.v1', key: 'purge', body: { purge: true } });
   const unsent = messageRow({ topic: 'catalog.media.v1', key: 'purge-unsent', body: { purge: true } });
-  await writeOutbox(em, [eventRow(event), work, unsent], { notify: false });
+  // Apart: records one call writes for one topic share a row, sent together.
+  await writeOutbox(em, [eventRow(event), work], { notify: false });
+  await writeOutbox(em, [unsent], { notify: false });
   // Sent two days ago: past a day, within thirty.
-  await sql.query(`UPDATE outbox SET sent_at = now() - interval '2 days' WHERE event_id = ANY($1::uuid[])`, [[event.id, work.eventId]]);
-  const present = async () => (await sql.query('SELECT event_id FROM outbox WHERE event_id = ANY($1::uuid[])', [[event.id, work.eventId, unsent.eventId]]))
+  await sql.query(`UPDATE outbox SET sent_at = now() - interval '2 days' WHERE event_ids && $1::uuid[]`, [[event.id, work.eventId]]);
+  const present = async () => (await sql.query('SELECT event_id FROM outbox_events WHERE event_id = ANY($1::uuid[])', [[event.id, work.eventId, unsent.eventId]]))
     .rows.map((r: { event_id: string }) => r.event_id).sort();
   const day = 24 * 3600_000;
   await deleteSentOutbox(em, { events: new Date(Date.now() - 30 * day), others: new Date(Date.now() - day) }, 1000);

@@ -79,7 +79,7 @@ test('SIGKILL mid-import: a new consumer resumes from the committed cursor; coun
   const errors = (await sql.query('SELECT line_number FROM import_errors WHERE job_id = $1 ORDER BY 1', [created.jobId])).rows.map((r) => r.line_number);
   assert.deepEqual(errors, lines.flatMap((l, i) => (l.gtin13 === '42' ? [i + 1] : [])));
   // Rolled-back batches took their events with them: one item.created per stored item.
-  const created_ = (await sql.query(`SELECT count(*)::int AS n FROM outbox WHERE payload::jsonb ->> 'catalogId' = $1 AND payload::jsonb ->> 'type' = 'item.created'`, [tenant.catalogId])).rows[0].n;
+  const created_ = (await sql.query(`SELECT count(*)::int AS n FROM outbox_events WHERE payload::jsonb ->> 'catalogId' = $1 AND payload::jsonb ->> 'type' = 'item.created'`, [tenant.catalogId])).rows[0].n;
   assert.equal(created_, expected.length);
 });
 
@@ -129,6 +129,6 @@ test('a consumer that lost its job lock while another took the job over: each ba
   const stored = new Map(rows.map((r) => [r.external_id, r.price]));
   for (const line of lines) assert.equal(stored.get(line.externalId), line.price, line.externalId);
   // A batch the first consumer wrote after the take-over committed nothing, events included.
-  const events = (await sql.query(`SELECT count(*)::int AS n FROM outbox WHERE payload::jsonb ->> 'catalogId' = $1 AND payload::jsonb ->> 'type' = 'item.created'`, [tenant.catalogId])).rows[0].n;
+  const events = (await sql.query(`SELECT count(*)::int AS n FROM outbox_events WHERE payload::jsonb ->> 'catalogId' = $1 AND payload::jsonb ->> 'type' = 'item.created'`, [tenant.catalogId])).rows[0].n;
   assert.equal(events, lines.length);
 });

@@ -31,7 +31,7 @@ after(async () => {
 });
 
 const events = async (catalogId: string, type: string) =>
-  (await sql.query(`SELECT payload FROM outbox WHERE payload::jsonb ->> 'catalogId' = $1 AND payload::jsonb ->> 'type' = $2 ORDER BY id`, [catalogId, type]))
+  (await sql.query(`SELECT payload FROM outbox_events WHERE payload::jsonb ->> 'catalogId' = $1 AND payload::jsonb ->> 'type' = $2 ORDER BY batch_id, ord`, [catalogId, type]))
     .rows.map((r) => JSON.parse(r.payload));
 
 test('createImport answers the creation result exactly; over 100 MB is a 400, a 6th concurrent job a 409', async () => {
@@ -368,7 +368,7 @@ test('a dry run reports counts and line errors and writes no item, category, bra
       (SELECT count(*) FROM brands WHERE catalog_id = $1)::int AS brands,
       (SELECT count(*) FROM media_assets WHERE catalog_id = $1)::int AS media,
       (SELECT max(updated_at) FROM items WHERE catalog_id = $1) AS touched,
-      (SELECT count(*) FROM outbox WHERE payload::jsonb ->> 'catalogId' = $2 AND payload::jsonb ->> 'type' NOT LIKE 'import.%')::int AS events`,
+      (SELECT count(*) FROM outbox_events WHERE payload::jsonb ->> 'catalogId' = $2 AND payload::jsonb ->> 'type' NOT LIKE 'import.%')::int AS events`,
     [tenant.catalogId, tenant.catalogId])).rows[0];
   const before = await snapshot();
   const file = jsonl([

@@ -98,7 +98,7 @@ test('unchanged performs zero writes: xmin, xmax (not even locked) and updated_a
   expectData(await api.upsertItem(payload, opts()), 201);
   const before = (await sql.query("SELECT xmin::text AS xmin, xmax::text AS xmax, updated_at FROM items WHERE external_id = 'ZERO-1'")).rows[0];
   // Only this item's rows: the media consumer may add events of its own for other items meanwhile.
-  const outboxRows = async () => Number((await sql.query("SELECT count(*) AS n FROM outbox WHERE payload::jsonb ->> 'resourceId' = 'ZERO-1'")).rows[0].n);
+  const outboxRows = async () => Number((await sql.query("SELECT count(*) AS n FROM outbox_events WHERE payload::jsonb ->> 'resourceId' = 'ZERO-1'")).rows[0].n);
   const outboxBefore = await outboxRows();
   const categoriesBefore = (await sql.query('SELECT xmin::text AS xmin, xmax::text AS xmax FROM categories ORDER BY id')).rows;
   // Whitespace, key order, tag order and tracking parameters do not change the content.
@@ -233,8 +233,8 @@ test('concurrent upserts share statements, yet each gets the answer it would get
   assert.equal(created.length, 10);
   assert.ok(new Set(created.map((r) => r.xmin)).size < 10, `transactions: ${created.map((r) => r.xmin).join(',')}`);
   // One event per write, none for the unchanged.
-  const events = (await sql.query(`SELECT payload::jsonb ->> 'resourceId' AS resource, payload::jsonb ->> 'type' AS type FROM outbox
-    WHERE payload::jsonb ->> 'resourceId' LIKE 'GROUP-%' AND payload::jsonb ->> 'catalogId' = $1 ORDER BY outbox.id`, [tenant.catalogId])).rows;
+  const events = (await sql.query(`SELECT payload::jsonb ->> 'resourceId' AS resource, payload::jsonb ->> 'type' AS type FROM outbox_events
+    WHERE payload::jsonb ->> 'resourceId' LIKE 'GROUP-%' AND payload::jsonb ->> 'catalogId' = $1 ORDER BY batch_id, ord`, [tenant.catalogId])).rows;
   const typesOf = (externalId: string) => events.filter((e) => e.resource === externalId).map((e) => e.type);
   for (let i = 0; i < 10; i += 1) {
     assert.deepEqual(typesOf(`GROUP-NEW-${i}`), ['item.created']);

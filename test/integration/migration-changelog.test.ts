@@ -54,7 +54,7 @@ test('every item stored before the upgrade gets one record, equal to what GET an
 
   await orm.migrator.up();
 
-  const { rows } = await db.query<{ key: string; payload: string }>(`SELECT key, payload FROM outbox WHERE topic = 'catalog.items.v1' ORDER BY id`);
+  const { rows } = await db.query<{ key: string; payload: string }>(`SELECT key, payload FROM outbox_events WHERE topic = 'catalog.items.v1' ORDER BY batch_id, ord`);
   assert.equal(rows.length, items.length);
   for (const [system, id] of items) {
     const row = rows.find((r) => r.key === itemEventKey(catalogId, system, id));

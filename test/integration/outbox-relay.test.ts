@@ -70,7 +70,7 @@ async function waitUntil(what: string, check: () => Promise<boolean>, timeoutMs:
   }
 }
 
-const unsentCount = async (): Promise<number> => Number((await db.query('SELECT count(*) AS n FROM outbox WHERE sent_at IS NULL')).rows[0].n);
+const unsentCount = async (): Promise<number> => Number((await db.query('SELECT count(*) AS n FROM outbox_events WHERE sent_at IS NULL')).rows[0].n);
 
 function byEventId(records: TopicRecord[]): Map<string, TopicRecord[]> {
   const map = new Map<string, TopicRecord[]>();
@@ -130,7 +130,7 @@ describe('outbox relay', () => {
     await writeInTransaction(rolledBack, true);
 
     await waitUntil('the relay to publish', async () => (await unsentCount()) === 0, 30_000);
-    const rows = (await db.query('SELECT event_id FROM outbox')).rows.map((r: { event_id: string }) => r.event_id);
+    const rows = (await db.query('SELECT event_id FROM outbox_events')).rows.map((r: { event_id: string }) => r.event_id);
     assert.deepEqual(rows.sort(), committed.map((r) => r.eventId).sort(), 'only the committed rows exist');
 
     const records = await readTopic(brokers, kafka.topic(TOPICS.events));
@@ -177,6 +177,27 @@ describe('outbox relay', () => {
       assertPublishedExactly(await readTopic(brokers, kafka.topic(TOPICS.events)), [...alone, ...first, ...more]);
     } finally {
       await lingering.stop();
+      relay = createOutboxRelay({ orm, databaseUrl, kafka, logger, pollIntervalMs: 120_000, maxBackoffMs: 2000 });
+      await relay.start();
+    }
+  });
+
+  test('a transaction\'s events are one outbox row; a claim takes whole rows up to its size, and a key\'s events keep their order', async () => {
+    await relay.stop();
+    const claiming = createOutboxRelay({ orm, databaseUrl, kafka, logger, batchSize: 4 });
+    try {
+      const transactions = [6, 2, 3].map((size, tx) => Array.from({ length: size }, (_, i) => rowOf(itemEvent(600 + tx * 10 + i, 'ext-order'))));
+      for (const rows of transactions) await writeInTransaction(rows);
+      const ids = transactions.flat().map((r) => r.eventId);
+      assert.deepEqual((await db.query('SELECT cardinality(event_ids) AS n FROM outbox WHERE event_ids && $1::uuid[] ORDER BY id', [ids])).rows.map((r: { n: number }) => r.n),
+        [6, 2, 3], 'one row a transaction');
+      // The first row is larger than a claim and goes alone; the next two do not fit one claim together.
+      assert.deepEqual([await claiming.relayOnce(), await claiming.relayOnce(), await claiming.relayOnce(), await claiming.relayOnce()], [6, 2, 3, 0]);
+      const records = await readTopic(brokers, kafka.topic(TOPICS.events));
+      assertPublishedExactly(records, transactions.flat());
+      const order = new Set(records.filter((r) => r.key === keyOf('ext-order')).map((r) => r.headers['event-id']));
+      assert.deepEqual([...order], ids);
+    } finally {
       relay = createOutboxRelay({ orm, databaseUrl, kafka, logger, pollIntervalMs: 120_000, maxBackoffMs: 2000 });
       await relay.start();
     }

@@ -190,7 +190,7 @@ test('every connection dropped five times, once for a while: the import, deliver
     assert.equal(stored.length, LINES);
     const prices = new Map(stored.map((r) => [r.external_id, r.price]));
     for (const line of lines) assert.equal(prices.get(line.externalId), line.price, line.externalId);
-    assert.equal(await count(`SELECT count(*)::int AS n FROM outbox WHERE payload::jsonb ->> 'catalogId' = $1 AND headers ->> 'event-type' = 'item.created'`), LINES,
+    assert.equal(await count(`SELECT count(*)::int AS n FROM outbox_events WHERE payload::jsonb ->> 'catalogId' = $1 AND type = 'item.created'`), LINES,
       'one item.created per line: a batch cut by a drop rolled back with its events');
 
     // Media: every image ingested, once per asset.
@@ -201,10 +201,10 @@ test('every connection dropped five times, once for a while: the import, deliver
     for (let i = 0; i < images; i++) assert.ok(origin.gets(`/img/${i}.png`) >= 1, `image ${i} downloaded`);
 
     // The relay: every outbox row sent, and on the topic.
-    await waitWhileProgressing('the outbox to drain', async () => await count('SELECT count(*)::int AS n FROM outbox WHERE sent_at IS NULL', []) === 0,
-      () => count('SELECT count(*)::int AS n FROM outbox WHERE sent_at IS NULL', []));
+    await waitWhileProgressing('the outbox to drain', async () => await count('SELECT count(*)::int AS n FROM outbox_events WHERE sent_at IS NULL', []) === 0,
+      () => count('SELECT count(*)::int AS n FROM outbox_events WHERE sent_at IS NULL', []));
     const { rows: events } = await sql.query<{ event_id: string; type: string }>(
-      `SELECT event_id, headers ->> 'event-type' AS type FROM outbox WHERE topic = $1 AND payload::jsonb ->> 'catalogId' = $2`, [TOPICS.events, tenant.catalogId]);
+      `SELECT event_id, type FROM outbox_events WHERE topic = $1 AND payload::jsonb ->> 'catalogId' = $2`, [TOPICS.events, tenant.catalogId]);
     const published = new Set((await readTopic([...service.service.kafka.brokers], service.service.kafka.topic(TOPICS.events)))
       .map((record) => record.headers['event-id']));
     for (const event of events) assert.ok(published.has(event.event_id), `event ${event.event_id} (${event.type}) on ${TOPICS.events}`);

@@ -9,6 +9,7 @@ import { ImportFingerprints } from './0007-import-fingerprints.ts';
 import { ImportProcessingFailures } from './0008-import-processing-failures.ts';
 import { EventLog } from './0009-event-log.ts';
 import { ItemChangelog } from './0010-item-changelog.ts';
+import { BatchedOutbox } from './0011-batched-outbox.ts';
 
 export const migrations: MigrationObject[] = [
   { name: '0001-initial-schema', class: InitialSchema },
@@ -20,4 +21,5 @@ export const migrations: MigrationObject[] = [
   { name: '0008-import-processing-failures', class: ImportProcessingFailures },
   { name: '0009-event-log', class: EventLog },
   { name: '0010-item-changelog', class: ItemChangelog },
+  { name: '0011-batched-outbox', class: BatchedOutbox },
 ];
