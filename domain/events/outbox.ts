@@ -69,9 +69,9 @@ const EVENTS_PER_ROW = 1000;
  * (rows get their ids in the order of their first record). `returning` names what it returns.
  */
 function insertRecords(select: SqlFragment, returning: SqlFragment): SqlFragment {
-  return sql`INSERT INTO outbox (topic, catalog_id, event_ids, keys, types, payloads, first_event_id, last_event_id)
+  return sql`INSERT INTO outbox (topic, catalog_id, event_ids, keys, types, payloads, size, first_event_id, last_event_id)
       SELECT r.topic, r.catalog_id, array_agg(r.event_id ORDER BY r.n), array_agg(r.key ORDER BY r.n),
-        array_agg(r.type ORDER BY r.n), array_agg(r.payload ORDER BY r.n),
+        array_agg(r.type ORDER BY r.n), array_agg(r.payload ORDER BY r.n), count(*),
         min(r.event_id::text COLLATE "C")::uuid, max(r.event_id::text COLLATE "C")::uuid
       FROM (SELECT s.*, row_number() OVER (PARTITION BY s.topic, s.catalog_id ORDER BY s.ord) AS n
               FROM (${select}) AS s(event_id, topic, key, payload, type, catalog_id, ord)) AS r
@@ -190,8 +190,8 @@ export async function writeOutbox(db: Db, rows: readonly OutboxRow[], options: W
         ${chunk.map((r) => r.key)}::text[], ${chunk.map((r) => r.type ?? null)}::text[], ${chunk.map((r) => r.payload)}::text[])`);
     }
   }
-  const insert = sql`INSERT INTO outbox (topic, catalog_id, event_ids, keys, types, payloads, first_event_id, last_event_id)
-    SELECT v.topic, v.catalog_id, v.event_ids, v.keys, v.types, v.payloads,
+  const insert = sql`INSERT INTO outbox (topic, catalog_id, event_ids, keys, types, payloads, size, first_event_id, last_event_id)
+    SELECT v.topic, v.catalog_id, v.event_ids, v.keys, v.types, v.payloads, cardinality(v.event_ids),
       (SELECT min(e::text COLLATE "C")::uuid FROM unnest(v.event_ids) AS e), (SELECT max(e::text COLLATE "C")::uuid FROM unnest(v.event_ids) AS e)
     FROM (VALUES ${sql.join(values, sql`, `)}) AS v(topic, catalog_id, event_ids, keys, types, payloads)`;
   // The notification rides on the insert: one round trip, hot paths included.
@@ -227,8 +227,8 @@ export async function claimOutbox(tx: Db, limit: number): Promise<{ records: Out
   if (!lock?.locked) return { records: [], more: false };
   // Chosen by reading, then locked: only the rows taken get a row lock (and its write).
   const waiting = await query<{ id: string; running: string }>(tx,
-    `SELECT id, sum(cardinality(event_ids)) OVER (ORDER BY id) AS running
-       FROM (SELECT id, event_ids FROM outbox WHERE sent_at IS NULL ORDER BY id LIMIT $1) AS w`, [limit]);
+    `SELECT id, sum(size) OVER (ORDER BY id) AS running
+       FROM (SELECT id, size FROM outbox WHERE sent_at IS NULL ORDER BY id LIMIT $1) AS w`, [limit]);
   const taken = waiting.filter((row, i) => i === 0 || Number(row.running) <= limit).map((row) => row.id);
   if (taken.length === 0) return { records: [], more: false };
   const records = await query<OutboxRecord>(tx,
@@ -241,7 +241,7 @@ export async function claimOutbox(tx: Db, limit: number): Promise<{ records: Out
 /** The records not published yet: how many, and the oldest one's age in seconds (0 when none waits). */
 export async function outboxBacklog(db: Db): Promise<{ pending: number; lagSeconds: number }> {
   const [row] = await query<{ pending: string; lag: number }>(db,
-    `SELECT coalesce(sum(cardinality(event_ids)), 0) AS pending, coalesce(extract(epoch FROM now() - min(created_at)), 0)::float8 AS lag
+    `SELECT coalesce(sum(size), 0) AS pending, coalesce(extract(epoch FROM now() - min(created_at)), 0)::float8 AS lag
        FROM outbox WHERE sent_at IS NULL`);
   return { pending: Number(row?.pending ?? 0), lagSeconds: row?.lag ?? 0 };
 }

@@ -6,11 +6,9 @@ import { appendRows, itemEventKeySql } from '../events/outbox.ts';
 import type { OutboxRecord } from '../events/outbox.ts';
 import { itemJson } from './view.ts';
 
-/**
- * The changelog's key of an item (its identity, as its events are keyed) in SQL, and its record
- * as JSON text, over an items row `i` joined to `categories c` and `brands b`.
- */
-const KEY = sql.raw(itemEventKeySql('i.catalog_id::text', 'i.external_system', 'i.external_id'));
+/** The changelog's key of an item (its identity, as its events are keyed) in SQL, over an items row `i`. */
+export const ITEM_KEY = sql.raw(itemEventKeySql('i.catalog_id::text', 'i.external_system', 'i.external_id'));
+/** An item's changelog record, as JSON text, over an items row `i` joined to `categories c` and `brands b`. */
 const RECORD = sql.raw(itemJson('c.name', 'b.name'));
 
 /** An item whose record was appended, and the event it goes with. */
@@ -26,10 +24,10 @@ export interface RecordedItem {
  * needs), and `eventId` a SQL expression over it: the id of the event that reports the change,
  * which the record carries as its `event-id` header. Returns the items recorded.
  */
-export async function appendItemRecords(db: Db, selection: { from: SqlFragment; where: SqlFragment; eventId: SqlFragment }): Promise<RecordedItem[]> {
-  const { from, where, eventId } = selection;
+export async function appendItemRecords(db: Db, selection: { from: SqlFragment; where?: SqlFragment; eventId: SqlFragment }): Promise<RecordedItem[]> {
+  const { from, where = sql`true`, eventId } = selection;
   const rows = await appendRows(db, sql`
-    SELECT ${eventId}, ${TOPICS.items}::text, ${KEY}, ${RECORD}
+    SELECT ${eventId}, ${TOPICS.items}::text, ${ITEM_KEY}, ${RECORD}
       FROM ${from}
       LEFT JOIN categories c ON c.id = i.category_id
       LEFT JOIN brands b ON b.id = i.brand_id

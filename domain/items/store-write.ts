@@ -3,7 +3,8 @@ import { prepared, query, sql } from '../../platform/db/sql.ts';
 import type { Db, SqlFragment } from '../../platform/db/sql.ts';
 import { newId } from '../../platform/ids.ts';
 import { TOPICS } from '../../platform/kafka/topics.ts';
-import { appendEventsCtes, itemEventKeySql } from '../events/outbox.ts';
+import { appendEventsCtes } from '../events/outbox.ts';
+import { ITEM_KEY } from './changelog.ts';
 import { nameKey } from './keys.ts';
 import type { NormalizedItem } from './normalized-item.ts';
 import { itemColumns, itemJson } from './view.ts';
@@ -76,9 +77,8 @@ const INPUT_SELECT = sql.raw(INPUT_COLUMNS.map(([name, type], i) =>
 const storedName = (table: string, created: string, id: string) =>
   `coalesce((SELECT n.name FROM ${created} n WHERE n.id = ${id}), (SELECT t.name FROM ${table} t WHERE t.id = ${id}))`;
 
-// The written item as GET answers it and its changelog key, for its event and its changelog record.
+// The written item as GET answers it, for its event and its changelog record.
 const SNAPSHOT = sql.raw(itemJson(storedName('categories', 'new_categories', 'i.category_id'), storedName('brands', 'new_brands', 'i.brand_id')));
-const KEY = sql.raw(itemEventKeySql('i.catalog_id::text', 'i.external_system', 'i.external_id'));
 
 // item.updated's changedFields: the top-level fields of the item (contract: Item) whose stored
 // value the update changes, computed from the row it replaces (`i`) and the new one (`excluded`).
@@ -137,7 +137,7 @@ function writeStatement(catalogId: string, input: WriteInput, stored: boolean, r
       RETURNING i.*, (i.xmax = 0) AS inserted
     ), snapshots AS (
       SELECT i.inserted, x.ord, x.ev, x.at, i.external_id, i.previous_content_hash, i.changed_fields,
-        ${SNAPSHOT} AS item, ${KEY} AS key
+        ${SNAPSHOT} AS item, ${ITEM_KEY} AS key
       FROM written i JOIN input x ON x.s = i.external_system AND x.e = i.external_id
     ), ${appendEventsCtes(sql`
       SELECT s.ev, ${TOPICS.events}::text, s.key,

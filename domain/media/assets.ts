@@ -84,7 +84,6 @@ async function reportWithItems(tx: Db, events: readonly DomainEvent[]): Promise<
     from: sql`jsonb_to_recordset(${reported}::jsonb) AS r(c uuid, h text, ev uuid)
       JOIN items i ON i.catalog_id = r.c AND jsonb_array_length(i.media) > 0
         AND i.media @> jsonb_build_array(jsonb_build_object('sourceUrlHash', r.h))`,
-    where: sql`true`,
     eventId: sql`r.ev`,
   });
   const itemsOf = Map.groupBy(recorded, (item) => item.eventId);
