@@ -61,7 +61,7 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
       return reading;
     };
     const series = [
-      ['catalog_outbox_pending_events', 'Events committed to the outbox and not yet published to Kafka.', 'pending'],
+      ['catalog_outbox_pending_events', 'Records committed to the outbox (events, changelog records, work messages) and not yet published to Kafka.', 'pending'],
       ['catalog_outbox_lag_seconds', 'Age of the oldest event not yet published to Kafka (0 when none waits).', 'lagSeconds'],
     ] as const;
     for (const [name, help, field] of series) {
