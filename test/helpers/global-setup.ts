@@ -1,12 +1,15 @@
-// Runs once around all test files: a real Kafka broker (the project's own, or KAFKA_BROKERS), and a run id,
+// Runs once around all test files: a real Kafka broker (the project's own, a Testcontainers one, or KAFKA_BROKERS), and a run id,
 // held as a Postgres advisory lock for the run, that makes databases, topic prefixes and data folders unique to this run.
 import { resolve } from 'node:path';
 import { ensureKafka } from '../../scripts/kafka.ts';
 import { ADMIN_DATABASE_URL, dropRunDatabases, dropStaleDatabases } from './database.ts';
+import type { BrokerContainer } from './kafka-container.ts';
+import { fromTestcontainers } from './kafka.ts';
 import { holdRunLock, newRunId } from './test-run.ts';
 import type { RunLock } from './test-run.ts';
 
 let lock: RunLock | undefined;
+let container: BrokerContainer | undefined;
 
 export async function globalSetup(): Promise<void> {
   process.env.TEST_RUN_ID ??= newRunId('g');
@@ -14,15 +17,21 @@ export async function globalSetup(): Promise<void> {
   lock = await holdRunLock(ADMIN_DATABASE_URL, process.env.TEST_RUN_ID);
   const dropped = await dropStaleDatabases(process.env.TEST_RUN_ID);
   if (dropped.length > 0) process.stderr.write(`dropped ${dropped.length} database(s) of test runs that are gone\n`);
-  if (!process.env.KAFKA_BROKERS) {
+  if (!process.env.KAFKA_BROKERS && fromTestcontainers()) {
+    const { startBrokerContainer } = await import('./kafka-container.ts');
+    container = await startBrokerContainer();
+    process.env.KAFKA_BROKERS = container.brokers.join(',');
+  } else if (!process.env.KAFKA_BROKERS) {
     const { brokers } = await ensureKafka({ dataDir: resolve('.data') });
     process.env.KAFKA_BROKERS = brokers.join(',');
   }
 }
 
 export async function globalTeardown(): Promise<void> {
-  // The broker is left running on purpose: the next run (or `npm start`) reuses it.
+  // The local broker is left running on purpose: the next run (or `npm start`) reuses it. A
+  // container is this run's alone.
   try {
+    await container?.remove();
     // TEST_KEEP_DATABASES=1 keeps them to look into a failure; the next runs' clean-up drops them.
     if (process.env.TEST_RUN_ID && process.env.TEST_KEEP_DATABASES !== '1') await dropRunDatabases(process.env.TEST_RUN_ID);
   } finally {

@@ -9,6 +9,7 @@ import { ensureKafka, stopKafka } from '../../scripts/kafka.ts';
 import type { KafkaOptions } from '../../scripts/kafka.ts';
 import { silenceKafkajsTimerWarning } from '../../platform/kafka/kafkajs-quirks.ts';
 import { checkKafkaRecord, serviceTopic } from './asyncapi.ts';
+import type { BrokerContainer } from './kafka-container.ts';
 import { runId } from './test-run.ts';
 
 export interface TopicRecord {
@@ -18,6 +19,9 @@ export interface TopicRecord {
   readonly value: Buffer | null;
   readonly headers: Record<string, string>;
 }
+
+/** Whether the tests take their brokers from @testcontainers/kafka (README: Development). */
+export const fromTestcontainers = (): boolean => process.env.TEST_KAFKA === 'testcontainers';
 
 /** The broker every test file shares: KAFKA_BROKERS (set by global setup) or the local one on 9092. */
 export async function sharedBrokers(): Promise<string[]> {
@@ -45,6 +49,7 @@ export async function freePortPair(): Promise<number> {
  * restart, `remove` stops it and deletes the folder.
  */
 export function privateBroker(name: string): { start: () => Promise<string[]>; stop: () => Promise<void>; remove: () => Promise<void> } {
+  if (fromTestcontainers()) return privateBrokerContainer();
   let options: KafkaOptions | undefined;
   const dataDir = resolve('.data', `${name}-${runId()}`);
   return {
@@ -68,6 +73,27 @@ export function privateBroker(name: string): { start: () => Promise<string[]>; s
       if (options) await stopKafka(options);
       rmSync(dataDir, { recursive: true, force: true });
     },
+  };
+}
+
+/** privateBroker from Testcontainers: a container of its own, its client port fixed so a restart keeps its address. */
+function privateBrokerContainer(): { start: () => Promise<string[]>; stop: () => Promise<void>; remove: () => Promise<void> } {
+  let container: BrokerContainer | undefined;
+  let stopped = false;
+  return {
+    async start() {
+      if (container && stopped) await container.restart();
+      // Loaded only here: a run on the local broker never loads Testcontainers.
+      const { startBrokerContainer } = await import('./kafka-container.ts');
+      container ??= await startBrokerContainer(await freePortPair());
+      stopped = false;
+      return container.brokers;
+    },
+    async stop() {
+      await container?.stop();
+      stopped = true;
+    },
+    remove: async () => { await container?.remove(); },
   };
 }
 
