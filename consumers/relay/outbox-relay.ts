@@ -58,6 +58,9 @@ export interface OutboxRelay {
 // partition per send; staying under it in total per send keeps large events from wedging the relay.
 const MAX_SEND_BYTES = 900_000;
 
+// Small deletes keep each transaction short next to the writers: a row holds up to 1,000 records.
+const ROWS_PER_DELETE = 200;
+
 function chunksBySize(rows: readonly OutboxRecord[]): OutboxRecord[][] {
   const chunks: OutboxRecord[][] = [];
   let current: OutboxRecord[] = [];
@@ -178,11 +181,10 @@ export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
     lastCleanup = Date.now();
     const cutoff = { events: new Date(Date.now() - eventRetentionMs), others: new Date(Date.now() - retentionMs) };
     let deleted = 0;
-    // Small deletes keep each transaction short next to the writers.
     for (;;) {
-      const count = await deleteSentOutbox(db, cutoff, 5000);
+      const count = await deleteSentOutbox(db, cutoff, ROWS_PER_DELETE);
       deleted += count;
-      if (count < 5000 || !running) break;
+      if (count < ROWS_PER_DELETE || !running) break;
     }
     if (deleted > 0) log.info({ deleted }, 'deleted sent outbox rows');
   }

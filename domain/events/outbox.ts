@@ -111,7 +111,6 @@ export async function appendRows(db: Db, select: SqlFragment): Promise<Array<{ k
   return rows.map((row) => ({ key: row.key, eventId: row.event_id }));
 }
 
-
 /** A new event with a time-ordered UUIDv7 id (the webhook event id and the Kafka `event-id` header). */
 export function domainEvent<TData extends object>(input: DomainEventInput<TData>): DomainEvent<TData> {
   return {
