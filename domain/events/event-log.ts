@@ -52,7 +52,8 @@ const lowestIdAt = (ms: number): string => {
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-7000-8000-000000000000`;
 };
 const NO_ID = '00000000-0000-0000-0000-000000000000';
-const SPAN = `uuid_range(first_event_id, last_event_id, '[]')`;
+// The id span of outbox row `o`, as its GiST index has it.
+const SPAN = sql.raw(`uuid_range(o.first_event_id, o.last_event_id, '[]')`);
 // Rows read a round at first, and at most, while a filtered page looks for its events.
 const FIRST_ROUND_ROWS = 20;
 const MAX_ROUND_ROWS = 1000;
@@ -87,7 +88,7 @@ async function eventPage(db: Db, catalogId: string, filters: EventFilters, limit
        WHERE catalog_id = ${catalogId}::uuid AND first_event_id > ${position}::uuid ${end ? sql`AND first_event_id < ${end}::uuid` : sql``}
        ORDER BY first_event_id LIMIT ${rowsPerRound}`);
     const holding = position === NO_ID ? [] : await query<{ id: string }>(db, sql`
-      SELECT id FROM outbox WHERE catalog_id = ${catalogId}::uuid AND ${sql.raw(SPAN)} @> ${position}::uuid`);
+      SELECT o.id FROM outbox o WHERE o.catalog_id = ${catalogId}::uuid AND ${SPAN} @> ${position}::uuid`);
     const complete = next.length < rowsPerRound;
     const reached = next.at(-1)?.first_event_id;
     const events = await query<{ event_id: string; payload: string }>(db, sql`
@@ -109,7 +110,7 @@ async function eventPage(db: Db, catalogId: string, filters: EventFilters, limit
 async function findEvent(db: Db, catalogId: string, eventId: string): Promise<object | undefined> {
   const [row] = await query<{ payload: string }>(db, sql`
     SELECT e.payload FROM outbox o, unnest(o.event_ids, o.payloads) AS e(event_id, payload)
-     WHERE o.catalog_id = ${catalogId}::uuid AND ${sql.raw(SPAN.replace(/(first|last)_event_id/g, 'o.$1_event_id'))} @> ${eventId}::uuid
+     WHERE o.catalog_id = ${catalogId}::uuid AND ${SPAN} @> ${eventId}::uuid
        AND e.event_id = ${eventId}::uuid`);
   return row && JSON.parse(row.payload) as object;
 }

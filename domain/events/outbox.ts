@@ -173,28 +173,11 @@ export function messageRow(input: { topic: string; key: string; body: unknown; e
  */
 export async function writeOutbox(db: Db, rows: readonly OutboxRow[], options: WriteOutboxOptions = {}): Promise<void> {
   if (rows.length === 0) return;
-  const groups = new Map<string, OutboxRow[]>();
-  for (const row of rows) {
-    const group = `${row.topic} ${row.catalogId ?? ''}`;
-    const members = groups.get(group);
-    if (members) members.push(row);
-    else groups.set(group, [row]);
-  }
-  const values: SqlFragment[] = [];
-  for (const members of groups.values()) {
-    for (let start = 0; start < members.length; start += EVENTS_PER_ROW) {
-      const chunk = members.slice(start, start + EVENTS_PER_ROW);
-      const first = chunk[0]!;
-      values.push(sql`(${first.topic}::text, ${first.catalogId ?? null}::uuid, ${chunk.map((r) => r.eventId)}::uuid[],
-        ${chunk.map((r) => r.key)}::text[], ${chunk.map((r) => r.type ?? null)}::text[], ${chunk.map((r) => r.payload)}::text[])`);
-    }
-  }
-  const insert = sql`INSERT INTO outbox (topic, catalog_id, event_ids, keys, types, payloads, size, first_event_id, last_event_id)
-    SELECT v.topic, v.catalog_id, v.event_ids, v.keys, v.types, v.payloads, cardinality(v.event_ids),
-      (SELECT min(e::text COLLATE "C")::uuid FROM unnest(v.event_ids) AS e), (SELECT max(e::text COLLATE "C")::uuid FROM unnest(v.event_ids) AS e)
-    FROM (VALUES ${sql.join(values, sql`, `)}) AS v(topic, catalog_id, event_ids, keys, types, payloads)`;
+  const insert = insertRecords(sql`SELECT * FROM unnest(${rows.map((r) => r.eventId)}::uuid[], ${rows.map((r) => r.topic)}::text[],
+      ${rows.map((r) => r.key)}::text[], ${rows.map((r) => r.payload)}::text[], ${rows.map((r) => r.type ?? null)}::text[],
+      ${rows.map((r) => r.catalogId ?? null)}::uuid[]) WITH ORDINALITY`, sql`1`);
   // The notification rides on the insert: one round trip, hot paths included.
-  await query(db, options.notify === false ? insert : sql`WITH written AS (${insert} RETURNING 1) SELECT pg_notify(${OUTBOX_CHANNEL}::text, '')`);
+  await query(db, options.notify === false ? insert : sql`WITH written AS (${insert}) SELECT pg_notify(${OUTBOX_CHANNEL}::text, '')`);
 }
 
 /** An outbox record as the relay claims it, with the row it is part of. */

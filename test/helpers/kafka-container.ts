@@ -62,9 +62,9 @@ export async function startBrokerContainer(hostPort?: number): Promise<BrokerCon
       await runtime.container.start(handle);
       await answering(brokers);
     },
-    // Removed whether it runs or was stopped: with it go its data and its address.
-    remove: () => runtime.container.remove(handle, { removeVolumes: true }).catch(async () => {
+    // Whether it runs or was stopped (Testcontainers takes an already stopped container as stopped).
+    async remove() {
       await container.stop({ remove: true, removeVolumes: true });
-    }),
+    },
   };
 }
