@@ -8,6 +8,8 @@ export type StorageDriver = 'local' | 's3';
 
 export interface S3Config {
   readonly endpoint: string | undefined;
+  /** Where clients reach the store, when not at `endpoint` (a store on a container network): presigned addresses use it. */
+  readonly publicEndpoint: string | undefined;
   readonly bucket: string;
   readonly region: string;
   readonly accessKeyId: string | undefined;
@@ -135,6 +137,7 @@ export function loadConfig(env: Env = process.env): Config {
     storageDir: resolve(env.STORAGE_DIR || './.data/storage'),
     s3: Object.freeze({
       endpoint: env.S3_ENDPOINT || undefined,
+      publicEndpoint: env.S3_PUBLIC_ENDPOINT || env.S3_ENDPOINT || undefined,
       bucket: env.S3_BUCKET || 'catalog-imports',
       region: env.S3_REGION || 'us-east-1',
       accessKeyId: env.S3_ACCESS_KEY_ID || env.AWS_ACCESS_KEY_ID || undefined,

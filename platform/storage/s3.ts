@@ -13,9 +13,9 @@ const notFound = (error: unknown) => {
 };
 
 export function createS3Storage(config: S3Config): ObjectStorage {
-  const client = new S3Client({
+  const clientFor = (endpoint: string | undefined) => new S3Client({
     region: config.region,
-    ...(config.endpoint ? { endpoint: config.endpoint, forcePathStyle: true } : {}),
+    ...(endpoint ? { endpoint, forcePathStyle: true } : {}),
     ...(config.accessKeyId && config.secretAccessKey
       ? { credentials: { accessKeyId: config.accessKeyId, secretAccessKey: config.secretAccessKey } }
       : {}),
@@ -24,6 +24,9 @@ export function createS3Storage(config: S3Config): ObjectStorage {
     requestChecksumCalculation: 'WHEN_REQUIRED',
     responseChecksumValidation: 'WHEN_REQUIRED',
   });
+  const client = clientFor(config.endpoint);
+  // A signature covers the host: addresses handed to clients are signed for the host they use.
+  const signer = config.publicEndpoint === config.endpoint ? client : clientFor(config.publicEndpoint);
   const Bucket = config.bucket;
   let bucketReady: Promise<void> | undefined;
   // Created on first use, so a fresh MinIO (compose) or S3Proxy needs no manual step.
@@ -54,7 +57,7 @@ export function createS3Storage(config: S3Config): ObjectStorage {
     async signUpload(path, upload) {
       await ensureBucket();
       // Content-Type and Content-Length are signed: S3 itself refuses another type or size.
-      return getSignedUrl(client, new PutObjectCommand({ Bucket, Key: path, ContentType: upload.contentType, ContentLength: upload.sizeBytes }), {
+      return getSignedUrl(signer, new PutObjectCommand({ Bucket, Key: path, ContentType: upload.contentType, ContentLength: upload.sizeBytes }), {
         expiresIn: upload.expiresInSeconds,
         signableHeaders: new Set(['content-type', 'content-length']),
       });

@@ -78,7 +78,7 @@ test('s3: a presigned PUT, refused when tampered, of another type or size; the i
 
 test('s3: an expired presigned address is refused', async () => {
   const storage = createS3Storage({
-    endpoint: s3.endpoint, bucket: 'catalog-imports-test', region: 'us-east-1', accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey,
+    endpoint: s3.endpoint, publicEndpoint: s3.endpoint, bucket: 'catalog-imports-test', region: 'us-east-1', accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey,
   });
   const body = jsonl([item('E-1')]);
   const url = await storage.signUpload('imports/expiry/test.jsonl', { contentType: 'application/x-ndjson', sizeBytes: body.length, expiresInSeconds: 1 });
@@ -87,9 +87,24 @@ test('s3: an expired presigned address is refused', async () => {
   assert.equal(await storage.stat('imports/expiry/test.jsonl'), undefined);
 });
 
+test('s3: with S3_PUBLIC_ENDPOINT, addresses are signed for the host clients use, and work there', async () => {
+  // The same server under another name, as a store on a container network is for the host.
+  const publicEndpoint = s3.endpoint.replace('127.0.0.1', 'localhost');
+  const storage = createS3Storage({
+    endpoint: s3.endpoint, publicEndpoint, bucket: 'catalog-imports-test', region: 'us-east-1', accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey,
+  });
+  const body = jsonl([item('P-1')]);
+  const url = await storage.signUpload('imports/public/test.jsonl', { contentType: 'application/x-ndjson', sizeBytes: body.length, expiresInSeconds: 60 });
+  assert.equal(new URL(url).origin, publicEndpoint);
+  // Sent to the other name, the same address no longer verifies: the signature covers the host.
+  assert.equal((await put(url.replace(publicEndpoint, s3.endpoint), body)).status, 403);
+  assert.equal((await put(url, body)).status, 200);
+  assert.deepEqual(await storage.stat('imports/public/test.jsonl'), { sizeBytes: body.length });
+});
+
 test('s3: media objects are stored with their image type, import files as JSONL', async () => {
   const config = {
-    endpoint: s3.endpoint, bucket: 'catalog-imports-test', region: 'us-east-1', accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey,
+    endpoint: s3.endpoint, publicEndpoint: s3.endpoint, bucket: 'catalog-imports-test', region: 'us-east-1', accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey,
   };
   const png = Buffer.from('89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c4890000000d4944415478da63f8cfc0f01f0005000201f5b5d8a90000000049454e44ae426082', 'hex');
   const path = await createMediaStore(createS3Storage(config), undefined).put('ab'.repeat(32), png, 'image/png');
