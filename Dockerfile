@@ -1,28 +1,32 @@
-# syntax=docker/dockerfile:1
 # The catalog service image: Node 24 runs the TypeScript sources unbuilt (native type stripping).
 # One image, two roles: `ROLE=api` serves HTTP, `ROLE=consumers` runs the Kafka consumers (compose.yaml).
-FROM node:24-slim
+# NODE_IMAGE: any Node 24 image with npm and a `node` user (uid 1000), as the official one has.
+ARG NODE_IMAGE=node:24-slim
 
+# Runtime dependencies only: the `node` and `deno` dev packages (the local toolchain), tsc, Redocly,
+# oazapfts and the test tools stay out; nothing is built, the image's own Node strips types.
+FROM ${NODE_IMAGE} AS dependencies
+WORKDIR /app
+COPY package.json package-lock.json ./
+# npm install, not npm ci: the lockfile cannot list deno's other-platform binaries (see .ci/run).
+RUN npm install --omit=dev --no-audit --no-fund && npm cache clean --force
+
+FROM ${NODE_IMAGE}
 ENV NODE_ENV=production \
     HOST=0.0.0.0 \
     PORT=8080
-
 WORKDIR /app
-
-# Runtime dependencies only. The `node` and `deno` dev packages (the local toolchain), tsc, Redocly
-# and oazapfts are not needed: the image's own Node 24 strips types, nothing is built.
-COPY package.json package-lock.json ./
-RUN --mount=type=cache,target=/root/.npm \
-    npm install --omit=dev --no-audit --no-fund
-
+COPY --from=dependencies /app/node_modules ./node_modules
 # Sources stay root-owned and read-only for the service; only the data folder is writable
 # (local mail, the local storage driver, a generated signing secret when none is given).
 COPY . .
 RUN mkdir -p /app/.data && chown node:node /app/.data
-
 USER node
 EXPOSE 8080
-
+# Readiness (Postgres and Kafka answer) where the process serves HTTP: the api and all roles. A
+# consumers-only process serves nothing to probe; compose.yaml turns the check off for it.
+HEALTHCHECK --interval=10s --timeout=5s --start-period=60s --retries=6 \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 8080) + '/readyz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 # The service handles SIGTERM itself (drains requests, commits consumer offsets, exits 0);
 # compose runs it under `init: true` so a stray child process is reaped too.
 CMD ["node", "cli/main.ts", "serve"]
