@@ -67,7 +67,14 @@ function standardMatches(headers: IncomingHttpHeaders, body: Buffer, secrets: re
   });
 }
 
-export async function startReceiver(): Promise<Receiver> {
+export interface ReceiverOptions {
+  /** The address it listens on: loopback unless the sender runs elsewhere (in a container). */
+  readonly listenHost?: string;
+  /** The host name in its addresses, as the sender reaches it (`host.docker.internal`). */
+  readonly publicHost?: string;
+}
+
+export async function startReceiver(options: ReceiverOptions = {}): Promise<Receiver> {
   const scripts = new Map<string, readonly Reply[] | Script>();
   const secretsByPath = new Map<string, readonly string[]>();
   const all: Receipt[] = [];
@@ -113,8 +120,9 @@ export async function startReceiver(): Promise<Receiver> {
     });
   });
   server.keepAliveTimeout = 30_000;
-  await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
-  const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const listenHost = options.listenHost ?? '127.0.0.1';
+  await new Promise<void>((done) => server.listen(0, listenHost, done));
+  const baseUrl = `http://${options.publicHost ?? listenHost}:${(server.address() as AddressInfo).port}`;
 
   return {
     baseUrl,
