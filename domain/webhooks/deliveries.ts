@@ -60,6 +60,8 @@ export async function recoverDeliveries(
   return requeueFailed(db, webhookId, since, until);
 }
 
+const FOREIGN_KEY_VIOLATION = '23503';
+
 /** A `webhook.test` event for this webhook only, delivered and retried like any other. */
 export async function sendTestEvent(
   db: Db, catalogId: string, webhookId: string, firstDelayMs: number,
@@ -71,8 +73,15 @@ export async function sendTestEvent(
     resourceId: webhookId,
     data: { webhookId, message: 'This is a test event from the Catalog Service.' },
   });
-  const deliveryId = await insertDelivery(db, {
-    webhookId, catalogId, eventId: event.id, eventType: event.type, payload: JSON.stringify(event), delayMs: firstDelayMs,
-  });
+  let deliveryId: string;
+  try {
+    deliveryId = await insertDelivery(db, {
+      webhookId, catalogId, eventId: event.id, eventType: event.type, payload: JSON.stringify(event), delayMs: firstDelayMs,
+    });
+  } catch (error) {
+    // Deleted by a request running beside this one, after the check above: as absent as before it.
+    if ((error as { code?: unknown }).code === FOREIGN_KEY_VIOLATION) throw notFound('Webhook');
+    throw error;
+  }
   return { deliveryId, eventId: event.id };
 }

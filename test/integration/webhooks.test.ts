@@ -235,6 +235,31 @@ describe('delivery', () => {
     void hook;
   });
 
+  test('test ping on a webhook deleted while it runs is a 404, never a 500', async () => {
+    const hook = await subscribe(alice, '/ping-deleted', ['item.created']);
+    const pool = new pg.Pool({ connectionString: service.databaseUrl, max: 2 });
+    const deleting = await pool.connect();
+    try {
+      // The delete holds the row: the ping's check still sees it, its insert waits on the row's lock.
+      await deleting.query('BEGIN');
+      await deleting.query('DELETE FROM webhooks WHERE id = $1', [hook.id]);
+      const ping = client.testWebhook(hook.id, api(alice));
+      const deadline = Date.now() + 60_000;
+      for (;;) {
+        const { rows } = await pool.query(`SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%webhook_deliveries%'`);
+        if (rows.length > 0) break;
+        assert.ok(Date.now() < deadline, 'the ping never waited on the deleted row');
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      await deleting.query('COMMIT');
+      const answer = await ping;
+      assert.equal(answer.status, 404, JSON.stringify(answer.data));
+    } finally {
+      deleting.release();
+      await pool.end();
+    }
+  });
+
   test('test ping: a webhook.test event for that webhook only, logged with its attempt', async () => {
     const hook = await subscribe(alice, '/ping', ['item.created']);
     await subscribe(alice, '/ping-other', ['*']);
