@@ -3,6 +3,7 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { bindHandlers } from '../handlers/index.ts';
 import { uploadRoute } from '../handlers/imports/upload-file.ts';
+import { downloadRoute } from '../handlers/media/download-stored-object.ts';
 import { loadContract } from '../platform/http/contract.ts';
 import type { Contract } from '../platform/http/contract.ts';
 import { closeHttpServer, createHttpServer } from '../platform/http/server.ts';
@@ -21,7 +22,11 @@ export async function loadApi(): Promise<Api> {
   return {
     contract,
     async serve(services, port, host) {
-      const server = createHttpServer({ services, handlers, extraRoutes: uploadRoute(services) });
+      const upload = uploadRoute(services);
+      const download = downloadRoute(services);
+      const server = createHttpServer({
+        services, handlers, extraRoutes: async (req, res, url, requestId, record) => (await upload(req, res, url, requestId, record)) || download(req, res, url, requestId, record),
+      });
       await listen(server, port, host);
       const address = server.address() as AddressInfo;
       return { url: `http://${host.includes(':') ? `[${host}]` : host}:${address.port}`, close: () => closeHttpServer(server) };

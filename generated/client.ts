@@ -43,6 +43,28 @@ export type ExternalSystem = string;
 export type ExternalId = string;
 export type MediaRole = "primary" | "gallery";
 export type MediaStatus = "pending" | "ingested" | "failed";
+export type MediaRendition = {
+    /** The rendition's name in `MEDIA_RENDITIONS` (by default `thumb` and `medium`). */
+    name: string;
+    /** The box it fits inside, in pixels on each side (never enlarged). */
+    size: number;
+    contentType: "image/webp";
+    width: number;
+    height: number;
+    byteSize: number;
+    contentSha256: string;
+    /** Its signed address; `null` in events. */
+    storedUrl: string | null;
+};
+export type MediaFailureReason = "not_found" | "not_an_image" | "too_large" | "timeout" | "refused" | "undecodable" | "http_error";
+export type MediaFailure = {
+    reason: MediaFailureReason;
+    /** What happened, for people (the HTTP status, the detected type, …). */
+    message: string;
+    /** Requests made for this asset so far, retries and redirects included. */
+    attempts: number;
+    lastAttemptAt: string;
+};
 export type ItemMedia = {
     /** The URL as sent in the payload. */
     url: string;
@@ -50,12 +72,26 @@ export type ItemMedia = {
     sortOrder: number;
     /** SHA-256 hex of the normalized URL; the asset's deduplication key. */
     sourceUrlHash: string;
+    /** The asset (`getMediaAsset`). Always set when read through the API; `null` in the
+    snapshot of the item event (and changelog record) that first names the image, whose
+    asset is registered in the same transaction just after that snapshot: the image's
+    `media.*` event and the records that follow carry it.
+     */
+    assetId: string | null;
     status: MediaStatus;
     /** Detected image type, once ingested. */
-    contentType?: string | null;
-    width?: number | null;
-    height?: number | null;
-    byteSize?: number | null;
+    contentType: string | null;
+    width: number | null;
+    height: number | null;
+    byteSize: number | null;
+    /** SHA-256 hex of the stored bytes (the source's bytes, unchanged); equal for two URLs serving the same image, which is then stored once. */
+    contentSha256: string | null;
+    /** A signed address of the stored image, for storefronts; no API key. `null` until ingested, and in events. */
+    storedUrl: string | null;
+    /** WebP renditions of the stored image (`MEDIA_RENDITIONS`), smallest first; empty until made. */
+    renditions: MediaRendition[];
+    /** Why the last attempt failed, while the asset is `failed`; else `null`. */
+    failure: MediaFailure | null;
 };
 export type ContentHash = string;
 export type Item = {
@@ -304,6 +340,37 @@ export type ImportLineError = {
 export type ImportErrorList = {
     errors: ImportLineError[];
     nextCursor: string | null;
+};
+export type MediaAsset = {
+    assetId: string;
+    /** The normalized source URL. */
+    url: string;
+    sourceUrlHash: string;
+    status: MediaStatus;
+    contentType: string | null;
+    width: number | null;
+    height: number | null;
+    byteSize: number | null;
+    contentSha256: string | null;
+    /** The source's ETag as last seen, sent as `If-None-Match` on a refresh. */
+    etag: string | null;
+    storedUrl: string | null;
+    renditions: MediaRendition[];
+    /** Why the last attempt failed: while `failed`, and also for an `ingested` asset whose
+    last refresh failed (it keeps serving the image it has); else `null`.
+     */
+    failure: MediaFailure | null;
+    attempts: number;
+    /** The last download or check, successful or not. */
+    lastCheckedAt: string | null;
+    createdAt: string;
+    /** Items of this catalog whose media name the asset, by identity (the first 100). */
+    items: {
+        externalSystem: string;
+        externalId: string;
+    }[];
+    /** How many items of this catalog name it. */
+    itemCount: number;
 };
 export type EventType = "item.created" | "item.updated" | "item.deleted" | "variant.created" | "variant.updated" | "variant.deleted" | "stock.adjusted" | "media.ingested" | "media.ingestion_failed" | "import.completed" | "import.failed" | "webhook.test";
 export type EventEnvelope = {
@@ -1064,6 +1131,77 @@ export function listImportErrors(jobId: string, { errorType, limit, cursor }: {
         cursor
     }))}`, {
         ...opts
+    });
+}
+/**
+ * Read an image asset
+ */
+export function getMediaAsset(assetId: string, opts?: Oazapfts.RequestOpts) {
+    return oazapfts.fetchJson<{
+        status: 200;
+        data: {
+            success: SuccessFlag;
+            data: MediaAsset;
+        };
+    } | {
+        status: 400;
+        data: ErrorResponse;
+    } | {
+        status: 401;
+        data: ErrorResponse;
+    } | {
+        status: 403;
+        data: ErrorResponse;
+    } | {
+        status: 404;
+        data: ErrorResponse;
+    } | {
+        status: 429;
+        data: ErrorResponse;
+    } | {
+        status: 500;
+        data: ErrorResponse;
+    } | {
+        status: 503;
+        data: ErrorResponse;
+    }>(`/media/${encodeURIComponent(assetId)}`, {
+        ...opts
+    });
+}
+/**
+ * Check an image's source again now
+ */
+export function refreshMediaAsset(assetId: string, opts?: Oazapfts.RequestOpts) {
+    return oazapfts.fetchJson<{
+        status: 202;
+        data: {
+            success: SuccessFlag;
+            data: MediaAsset;
+        };
+    } | {
+        status: 400;
+        data: ErrorResponse;
+    } | {
+        status: 401;
+        data: ErrorResponse;
+    } | {
+        status: 403;
+        data: ErrorResponse;
+    } | {
+        status: 404;
+        data: ErrorResponse;
+    } | {
+        status: 429;
+        data: ErrorResponse;
+    } | {
+        status: 500;
+        data: ErrorResponse;
+    } | {
+        status: 503;
+        data: ErrorResponse;
+    }>(`/media/${encodeURIComponent(assetId)}/refresh`, {
+        ...opts,
+        method: "POST"
     });
 }
 /**

@@ -16,6 +16,8 @@ import { exportItems } from './items/export-items.ts';
 import { getItem } from './items/get-item.ts';
 import { listItems } from './items/list-items.ts';
 import { upsertItem } from './items/upsert-item.ts';
+import { getMediaAsset } from './media/get-media-asset.ts';
+import { refreshMediaAsset } from './media/refresh-media-asset.ts';
 import { getAsyncApi } from './meta/get-async-api.ts';
 import { getOpenApi } from './meta/get-open-api.ts';
 import { createStockMovement } from './stock/create-stock-movement.ts';
@@ -54,6 +56,9 @@ export const handlers: Readonly<Record<string, Handler>> = Object.freeze({
   cancelImport,
   retryImport,
   listImportErrors,
+  // media
+  getMediaAsset,
+  refreshMediaAsset,
   // events
   listEvents,
   getEvent,
@@ -74,7 +79,7 @@ export const handlers: Readonly<Record<string, Handler>> = Object.freeze({
 
 /** Operations outside the API prefix, served by the platform rather than by handlers. */
 export const PLATFORM_OPERATIONS: ReadonlySet<string> = new Set([
-  'getHealth', 'getReadiness', 'getMetrics', 'getDocs', 'uploadImportFile',
+  'getHealth', 'getReadiness', 'getMetrics', 'getDocs', 'uploadImportFile', 'downloadStoredObject', 'headStoredObject',
 ]);
 
 /** The handler map for the contract; throws when an operation lacks a handler or vice versa. */

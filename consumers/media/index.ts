@@ -1,8 +1,9 @@
-// The media consumer: jobs from catalog.media.v1 are downloaded and ingested, a bounded number at a time across partitions.
+// The media consumer: jobs from catalog.media.v1 are downloaded and ingested politely (bounded in all and per host), with renditions.
 import type { KafkaMessage } from 'kafkajs';
-import { assetKey, createAssetRecorder, loadAssets } from '../../domain/media/assets.ts';
-import { ingestMedia } from '../../domain/media/ingest.ts';
+import { renditionsOfContent } from '../../domain/media/asset-store.ts';
+import { createAssetRecorder } from '../../domain/media/assets.ts';
 import { createMediaStore } from '../../domain/media/media-store.ts';
+import { createRenditionMaker } from '../../domain/media/renditions.ts';
 import type { IngestDeps, IngestOutcome } from '../../domain/media/ingest.ts';
 import type { MediaJob } from '../../domain/media/register.ts';
 import type { Config } from '../../platform/config/config.ts';
@@ -10,12 +11,14 @@ import type { Orm } from '../../platform/db/orm.ts';
 import type { KafkaClient } from '../../platform/kafka/client.ts';
 import { TOPICS } from '../../platform/kafka/topics.ts';
 import type { Logger } from '../../platform/log/logger.ts';
+import { createHostGate } from '../../platform/outbound/host-gate.ts';
 import { createImageFetcher } from '../../platform/outbound/image-fetcher.ts';
 import type { ObjectStorage } from '../../platform/storage/storage.ts';
+import { LEASE_RENEW_MS, createJobQueue } from './job-queue.ts';
 
 /** DESIGN §4: downloads are capped at 20 MB. */
 export const MAX_IMAGE_BYTES = 20 * 1024 * 1024;
-// kafkajs' default session timeout is 30 s; a batch of slow downloads must keep the membership alive.
+// A batch waits while the queue is full: the group membership must stay alive meanwhile.
 const HEARTBEAT_MS = 3000;
 const HASH = /^[0-9a-f]{64}$/;
 
@@ -48,81 +51,67 @@ function toJob(message: KafkaMessage, logger: Logger): MediaJob | undefined {
   return undefined;
 }
 
-/** A counting semaphore: at most `limit` downloads in flight, shared by every partition's batch. */
-function limiter(limit: number) {
-  let active = 0;
-  const waiting: Array<() => void> = [];
-  return async <T>(work: () => Promise<T>): Promise<T> => {
-    if (active >= limit) await new Promise<void>((resolve) => waiting.push(resolve));
-    else active += 1;
-    try {
-      return await work();
-    } finally {
-      const next = waiting.shift();
-      if (next) next();
-      else active -= 1;
-    }
-  };
-}
-
 /**
- * Group `<prefix>catalog.media.ingest`. A batch is handled concurrently, except that jobs of one
- * asset (same key) run in order; its offsets are committed once all of it is done, and a failure a
- * retry can fix (database, storage) throws so kafkajs re-delivers it: finished jobs are then skipped.
+ * Group `<prefix>catalog.media.ingest`. Jobs run concurrently through the host gate (jobs of one
+ * asset in order); a job that fails for a reason a retry can fix (database, storage) keeps its
+ * lease until it lapses, and is then queued again: finished jobs are skipped when redelivered.
  */
 export async function startMediaConsumer({ config, kafka, orm, storage, logger }: MediaConsumerOptions): Promise<MediaConsumer> {
   const log = logger.child({ component: 'media-consumer' });
   const db = orm.em.fork();
+  const gate = createHostGate({ total: config.media.concurrency, perHost: config.media.hostConcurrency });
   const fetcher = createImageFetcher({
     timeoutMs: config.media.timeoutMs,
     retries: config.media.retries,
     maxBytes: MAX_IMAGE_BYTES,
     allowPrivate: config.outboundAllowPrivate,
     allowedHosts: config.media.allowedHosts,
-    concurrencyPerHost: config.media.concurrency,
+    concurrencyPerHost: config.media.hostConcurrency,
+    onRetryAfter: (host, ms) => {
+      log.info({ host, retryAfterMs: ms }, 'an image host asked to wait; its downloads pause');
+      gate.pause(host, ms);
+    },
   });
-  const deps: IngestDeps = { recorder: createAssetRecorder(db), fetcher, store: createMediaStore(storage, config.storageDir), throttle: limiter(config.media.concurrency) };
+  const store = createMediaStore(storage, config.storageDir);
+  const deps: IngestDeps = {
+    recorder: createAssetRecorder(db),
+    fetcher,
+    store,
+    throttle: (host, work) => gate.run(host, work),
+    renditions: createRenditionMaker({ specs: config.media.renditions, store, known: (sha) => renditionsOfContent(db, sha) }),
+    readStored: async (path) => Buffer.concat(await (await storage.read(path)).toArray()),
+  };
   const counts: Record<IngestOutcome, number> = { ingested: 0, not_modified: 0, unchanged: 0, failed: 0, skipped: 0 };
+
+  const queue = createJobQueue({ db, deps, counts, log });
+  const timer = setInterval(() => void queue.sweep(), LEASE_RENEW_MS);
+  timer.unref();
 
   const running = await kafka.runConsumer({
     groupId: `${kafka.topicPrefix}catalog.media.ingest`,
     topics: [TOPICS.media],
     fromBeginning: true,
     partitionsConsumedConcurrently: 3,
+    // A batch returns once its jobs are leased and queued, not done: its offsets are committed
+    // then, and a job that waits for a slow host holds up neither its partition nor the others.
+    // A job lost with its process is queued again when its lease lapses (job-queue.ts).
     eachBatch: async ({ batch, heartbeat }) => {
-      const byAsset = new Map<string, MediaJob[]>();
-      for (const message of batch.messages) {
-        const job = toJob(message, log);
-        if (job) byAsset.set(assetKey(job), [...(byAsset.get(assetKey(job)) ?? []), job]);
-      }
+      const jobs = batch.messages.map((message) => toJob(message, log)).filter((job): job is MediaJob => job !== undefined);
       const beat = setInterval(() => void heartbeat().catch(() => undefined), HEARTBEAT_MS);
       try {
-        // One query for the batch; a second job of the same asset reads it again after the first.
-        const assets = await loadAssets(db, [...byAsset.values()].map((jobs) => jobs[0]!));
-        // Settled, not Promise.all: a redelivery must not overlap jobs of this batch still running.
-        const results = await Promise.allSettled([...byAsset.values()].map(async (jobs) => {
-          for (const [i, job] of jobs.entries()) {
-            const asset = (i === 0 ? assets : await loadAssets(db, [job])).get(assetKey(job));
-            const outcome = await ingestMedia(deps, job, asset);
-            counts[outcome] += 1;
-            log.debug({ sourceUrlHash: job.sourceUrlHash, outcome }, 'media job done');
-          }
-        }));
-        const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
-        if (failed) {
-          log.error({ err: failed.reason, partition: batch.partition }, 'media batch failed; it will be delivered again');
-          throw failed.reason;
-        }
+        await queue.take(jobs);
       } finally {
         clearInterval(beat);
       }
     },
   });
-  log.info({ concurrency: config.media.concurrency }, 'media consumer running');
+  log.info({ concurrency: config.media.concurrency, perHost: config.media.hostConcurrency }, 'media consumer running');
   return {
     counts,
     async stop() {
+      clearInterval(timer);
       await running.stop();
+      await queue.stop();
       fetcher.close();
     },
   };

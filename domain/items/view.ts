@@ -1,5 +1,6 @@
 // The item read model: one SQL projection and one mapping, shared by every read of an item.
-import type { Item, ItemMedia } from '../../generated/client.ts';
+import type { Item, ItemMedia, MediaRendition } from '../../generated/client.ts';
+import type { Rendition } from '../media/renditions.ts';
 
 // The read model is a wire shape: its types come from the contract.
 export type ItemView = Item;
@@ -14,12 +15,19 @@ export interface StoredMedia {
 }
 
 interface AssetState {
+  id: string;
   h: string;
   s: ItemMediaView['status'];
   ct: string | null;
   w: number | null;
   ht: number | null;
   bs: number | string | null;
+  sha: string | null;
+  r: Rendition[] | null;
+  fr: NonNullable<ItemMediaView['failure']>['reason'] | null;
+  err: string | null;
+  n: number;
+  lc: string | null;
 }
 
 export interface ItemRow {
@@ -65,8 +73,9 @@ export const itemColumns = (categoryName: string, brandName: string) => `
   ${isoTime('i.updated_at')} AS updated_at,
   i.updated_at::text AS updated_at_text,
   CASE WHEN jsonb_array_length(i.media) = 0 THEN '[]'::jsonb ELSE (
-    SELECT coalesce(jsonb_agg(jsonb_build_object('h', a.source_url_hash, 's', a.status, 'ct', a.content_type,
-      'w', a.width, 'ht', a.height, 'bs', a.byte_size)), '[]'::jsonb)
+    SELECT coalesce(jsonb_agg(jsonb_build_object('id', a.id, 'h', a.source_url_hash, 's', a.status, 'ct', a.content_type,
+      'w', a.width, 'ht', a.height, 'bs', a.byte_size, 'sha', a.content_sha256, 'r', a.renditions,
+      'fr', a.failure_reason, 'err', a.last_error, 'n', a.attempts, 'lc', ${isoTime('coalesce(a.last_checked_at, a.created_at)')})), '[]'::jsonb)
     FROM media_assets a
     WHERE a.catalog_id = i.catalog_id
       AND a.source_url_hash IN (SELECT m ->> 'sourceUrlHash' FROM jsonb_array_elements(i.media) m)
@@ -75,6 +84,15 @@ export const itemColumns = (categoryName: string, brandName: string) => `
 // A nullable SQL value as JSON text ('null' for NULL); to_json escapes strings as JSON.stringify does.
 const json = (expr: string) => `coalesce(to_json(${expr})::text, 'null')`;
 const named = (id: string, name: string) => `CASE WHEN ${id} IS NULL THEN 'null' ELSE concat('{"id":"', ${id}, '","name":', to_json(${name}), '}') END`;
+
+// An asset's renditions and failure as the contract's JSON, without addresses (events outlive them).
+const RENDITIONS_JSON = `(SELECT concat('[', string_agg(concat('{"name":', to_json(x ->> 'name'), ',"size":', x ->> 'size',
+    ',"contentType":', to_json(x ->> 'contentType'), ',"width":', x ->> 'width', ',"height":', x ->> 'height',
+    ',"byteSize":', x ->> 'byteSize', ',"contentSha256":', to_json(x ->> 'contentSha256'), ',"storedUrl":null}'), ',' ORDER BY o), ']')
+    FROM jsonb_array_elements(a.renditions) WITH ORDINALITY AS r(x, o))`;
+const FAILURE_JSON = `CASE WHEN a.status = 'failed' AND a.failure_reason IS NOT NULL THEN concat('{"reason":', to_json(a.failure_reason),
+    ',"message":', to_json(coalesce(a.last_error, '')), ',"attempts":', greatest(a.attempts, 1),
+    ',"lastAttemptAt":"', ${isoTime('coalesce(a.last_checked_at, a.created_at)')}, '"}') ELSE 'null' END`;
 
 /**
  * The item as JSON text, as GET /items/{externalSystem}/{externalId} answers it (itemView's
@@ -95,9 +113,11 @@ export const itemJson = (categoryName: string, brandName: string) => {
     ['trackStock', 'i.track_stock::text'], ['onHand', 'i.on_hand'],
     ['media', `CASE WHEN jsonb_array_length(i.media) = 0 THEN '[]' ELSE (
       SELECT concat('[', string_agg(concat('{"url":', to_json(m.e ->> 'url'), ',"role":', to_json(m.e ->> 'role'),
-        ',"sortOrder":', m.e ->> 'sortOrder', ',"sourceUrlHash":', to_json(m.e ->> 'sourceUrlHash'),
+        ',"sortOrder":', m.e ->> 'sortOrder', ',"sourceUrlHash":', to_json(m.e ->> 'sourceUrlHash'), ',"assetId":', ${json('a.id')},
         ',"status":', to_json(coalesce(a.status, 'pending')), ',"contentType":', ${json('a.content_type')},
-        ',"width":', ${json('a.width')}, ',"height":', ${json('a.height')}, ',"byteSize":', ${json('a.byte_size')}, '}'),
+        ',"width":', ${json('a.width')}, ',"height":', ${json('a.height')}, ',"byteSize":', ${json('a.byte_size')},
+        ',"contentSha256":', ${json('a.content_sha256')}, ',"storedUrl":null,"renditions":', ${RENDITIONS_JSON},
+        ',"failure":', ${FAILURE_JSON}, '}'),
         ',' ORDER BY m.o), ']')
       FROM jsonb_array_elements(i.media) WITH ORDINALITY AS m(e, o)
       LEFT JOIN media_assets a ON a.catalog_id = i.catalog_id AND a.source_url_hash = m.e ->> 'sourceUrlHash') END`],
@@ -115,6 +135,11 @@ LEFT JOIN categories c ON c.id = i.category_id
 LEFT JOIN brands b ON b.id = i.brand_id`;
 
 const decimal = (value: string | null): number | null => (value === null ? null : Number(value));
+
+/** A stored rendition in the contract's shape and field order (RENDITIONS_JSON's), its address not yet signed. */
+export const renditionView = (r: Rendition): MediaRendition => ({
+  name: r.name, size: r.size, contentType: r.contentType, width: r.width, height: r.height, byteSize: r.byteSize, contentSha256: r.contentSha256, storedUrl: null,
+});
 
 export function itemView(row: ItemRow): ItemView {
   const assets = new Map(row.assets.map((a) => [a.h, a]));
@@ -143,11 +168,17 @@ export function itemView(row: ItemRow): ItemView {
         role: m.role,
         sortOrder: m.sortOrder,
         sourceUrlHash: m.sourceUrlHash,
+        assetId: asset?.id ?? null,
         status: asset?.s ?? 'pending',
         contentType: asset?.ct ?? null,
         width: asset?.w ?? null,
         height: asset?.ht ?? null,
         byteSize: asset?.bs === undefined || asset.bs === null ? null : Number(asset.bs),
+        contentSha256: asset?.sha ?? null,
+        // Signed by the reads that answer a client (withStoredUrls); events keep null.
+        storedUrl: null,
+        renditions: (asset?.r ?? []).map(renditionView),
+        failure: asset?.s === 'failed' && asset.fr ? { reason: asset.fr, message: asset.err ?? '', attempts: Math.max(asset.n, 1), lastAttemptAt: asset.lc! } : null,
       };
     }),
     contentHash: row.content_hash,

@@ -1,6 +1,7 @@
 // The asset store: every statement on media_assets (registration on the upsert path, the consumer's loads and recorded changes).
 import { query } from '../../platform/db/sql.ts';
 import type { Db } from '../../platform/db/sql.ts';
+import type { Rendition } from './renditions.ts';
 
 /** An asset registered by an upsert: new (`inserted`) or known and due for a refresh. */
 export interface RegisteredAsset {
@@ -40,6 +41,10 @@ export interface StoredAsset {
   readonly status: 'pending' | 'ingested' | 'failed';
   readonly etag: string | null;
   readonly contentSha256: string | null;
+  readonly contentType: string | null;
+  readonly storagePath: string | null;
+  /** Null until made (or for an asset ingested before renditions existed). */
+  readonly renditions: readonly Rendition[] | null;
   /** Checked at or after the job was queued: a redelivered or superseded job has nothing to do. */
   readonly doneForJob: boolean;
 }
@@ -50,23 +55,66 @@ export async function findAssets(
 ): Promise<StoredAsset[]> {
   const rows = await query<{
     id: string; catalog_id: string; source_url: string; source_url_hash: string; status: StoredAsset['status'];
-    etag: string | null; content_sha256: string | null; done: boolean;
+    etag: string | null; content_sha256: string | null; content_type: string | null; storage_path: string | null;
+    renditions: Rendition[] | null; done: boolean;
   }>(db,
-    `SELECT a.id, a.catalog_id, a.source_url, a.source_url_hash, a.status, a.etag, a.content_sha256,
-        coalesce(a.last_checked_at >= k.q, false) AS done
+    `SELECT a.id, a.catalog_id, a.source_url, a.source_url_hash, a.status, a.etag, a.content_sha256, a.content_type,
+        a.storage_path, a.renditions, coalesce(a.last_checked_at >= k.q, false) AS done
       FROM jsonb_to_recordset($1::jsonb) AS k(c uuid, h text, q timestamptz)
       JOIN media_assets a ON a.catalog_id = k.c AND a.source_url_hash = k.h`,
     [JSON.stringify(jobs.map((j) => ({ c: j.catalogId, h: j.sourceUrlHash, q: j.queuedAt })))]);
   return rows.map((row) => ({
     id: row.id, catalogId: row.catalog_id, sourceUrl: row.source_url, sourceUrlHash: row.source_url_hash,
-    status: row.status, etag: row.etag, contentSha256: row.content_sha256, doneForJob: row.done,
+    status: row.status, etag: row.etag, contentSha256: row.content_sha256, contentType: row.content_type,
+    storagePath: row.storage_path, renditions: row.renditions, doneForJob: row.done,
   }));
+}
+
+/**
+ * The consumer holding these assets' jobs (taken from Kafka, their offsets committed, not yet
+ * done) keeps them for `seconds` more; a recorded change ends the lease.
+ */
+export async function leaseAssets(db: Db, ids: readonly string[], seconds: number): Promise<void> {
+  if (ids.length === 0) return;
+  await query(db, `UPDATE media_assets SET leased_until = now() + $2 * interval '1 second' WHERE id = ANY($1::uuid[])`, [ids, seconds]);
+}
+
+/** Ends the leases of jobs a stopping consumer gives up before starting them: they are swept at once. */
+export async function releaseAssets(db: Db, ids: readonly string[]): Promise<void> {
+  if (ids.length === 0) return;
+  await query(db, `UPDATE media_assets SET leased_until = now() WHERE id = ANY($1::uuid[]) AND leased_until IS NOT NULL`, [ids]);
+}
+
+/** An asset whose holder let its lease lapse (it crashed, or gave the job up): queued again. */
+export interface LapsedAsset {
+  readonly catalog_id: string;
+  readonly source_url_hash: string;
+  readonly source_url: string;
+  readonly status: StoredAsset['status'];
+  readonly queued_at: string;
+}
+
+/** Takes up to `limit` lapsed leases (skipping rows another sweeper holds) and marks them queued now. */
+export function takeLapsedLeases(db: Db, limit: number): Promise<LapsedAsset[]> {
+  return query<LapsedAsset>(db, `UPDATE media_assets a SET leased_until = NULL, updated_at = now()
+    FROM (SELECT id FROM media_assets WHERE leased_until < now() ORDER BY leased_until LIMIT $1 FOR UPDATE SKIP LOCKED) lapsed
+    WHERE a.id = lapsed.id
+    RETURNING a.catalog_id, a.source_url_hash, a.source_url, a.status,
+      to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS queued_at`, [limit]);
+}
+
+/** The rendition sets made so far for these bytes, under any URL or catalog (at most a few). */
+export async function renditionsOfContent(db: Db, contentSha256: string): Promise<Rendition[][]> {
+  const rows = await query<{ renditions: Rendition[] }>(db,
+    `SELECT DISTINCT renditions FROM media_assets WHERE content_sha256 = $1 AND renditions IS NOT NULL LIMIT 8`, [contentSha256]);
+  return rows.map((row) => row.renditions);
 }
 
 /**
  * One asset's change as written: `k` is its kind (`ingested`, `checked`, `failed`, or
  * `refresh_failed` for an ingested asset whose refresh failed: it keeps its image); `n` attempts
- * to add; the image's columns for `ingested`, the ETag for `checked`, the error for the failures.
+ * to add; the image's columns for `ingested`, the ETag for `checked`, the reason and message for
+ * the failures; `r`, the renditions, for `ingested` and for a `checked` asset that lacked them.
  */
 export interface AssetChange {
   readonly id: string;
@@ -79,12 +127,22 @@ export interface AssetChange {
   readonly bs?: number;
   readonly sha?: string;
   readonly p?: string;
+  readonly r?: readonly Rendition[];
+  readonly fr?: string;
   readonly err?: string;
 }
 
+/** What a change left on its asset, for the events that report it. */
+export interface WrittenAsset {
+  readonly id: string;
+  readonly attempts: number;
+  /** last_checked_at as the API shows it (ISO 8601, milliseconds). */
+  readonly checked_at: string;
+}
+
 /** Writes a group of changes (one per asset) in one statement; each asset is marked checked now. */
-export async function writeAssetChanges(db: Db, changes: readonly AssetChange[]): Promise<void> {
-  await query(db, `UPDATE media_assets a SET
+export function writeAssetChanges(db: Db, changes: readonly AssetChange[]): Promise<WrittenAsset[]> {
+  return query<WrittenAsset>(db, `UPDATE media_assets a SET
       status = CASE r.k WHEN 'ingested' THEN 'ingested' WHEN 'failed' THEN 'failed' ELSE a.status END,
       etag = CASE r.k WHEN 'ingested' THEN r.e WHEN 'checked' THEN coalesce(r.e, a.etag) ELSE a.etag END,
       content_type = CASE WHEN r.k = 'ingested' THEN r.ct ELSE a.content_type END,
@@ -93,10 +151,14 @@ export async function writeAssetChanges(db: Db, changes: readonly AssetChange[])
       byte_size = CASE WHEN r.k = 'ingested' THEN r.bs ELSE a.byte_size END,
       content_sha256 = CASE WHEN r.k = 'ingested' THEN r.sha ELSE a.content_sha256 END,
       storage_path = CASE WHEN r.k = 'ingested' THEN r.p ELSE a.storage_path END,
+      renditions = CASE WHEN r.k = 'ingested' OR r.r IS NOT NULL THEN r.r ELSE a.renditions END,
       attempts = a.attempts + r.n,
+      failure_reason = r.fr,
       last_error = r.err,
+      leased_until = NULL,
       last_checked_at = now(),
       updated_at = now()
-    FROM jsonb_to_recordset($1::jsonb) AS r(id uuid, k text, n int, e text, ct text, w int, h int, bs bigint, sha text, p text, err text)
-    WHERE a.id = r.id`, [JSON.stringify(changes)]);
+    FROM jsonb_to_recordset($1::jsonb) AS r(id uuid, k text, n int, e text, ct text, w int, h int, bs bigint, sha text, p text, r jsonb, fr text, err text)
+    WHERE a.id = r.id
+    RETURNING a.id, a.attempts, to_char(a.last_checked_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS checked_at`, [JSON.stringify(changes)]);
 }

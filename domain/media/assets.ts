@@ -5,10 +5,12 @@ import { groupCommit } from '../../platform/group-commit.ts';
 import { domainEvent, eventRow, mediaEventKey, writeOutbox } from '../events/outbox.ts';
 import type { DomainEvent, OutboxRow } from '../events/outbox.ts';
 import { appendItemRecords } from '../items/changelog.ts';
+import { renditionView } from '../items/view.ts';
 import { findAssets, writeAssetChanges } from './asset-store.ts';
-import type { AssetChange, StoredAsset } from './asset-store.ts';
+import type { AssetChange, StoredAsset, WrittenAsset } from './asset-store.ts';
 import { normalizeMediaUrl } from './source-url.ts';
 import type { MediaJob } from './register.ts';
+import type { Rendition } from './renditions.ts';
 
 /** The reasons of media.ingestion_failed (contract: MediaIngestionFailedEvent.data.reason). */
 export type FailureReason = 'not_found' | 'not_an_image' | 'too_large' | 'timeout' | 'refused' | 'undecodable' | 'http_error';
@@ -23,6 +25,7 @@ export interface IngestedImage {
   readonly byteSize: number;
   readonly contentSha256: string;
   readonly storagePath: string;
+  readonly renditions: readonly Rendition[];
 }
 
 /** `catalogId:sourceUrlHash`: an asset's identity (the same URL in two catalogs is two assets). */
@@ -35,14 +38,17 @@ export async function loadAssets(db: Db, jobs: readonly MediaJob[]): Promise<Map
 
 type Change =
   | { kind: 'ingested'; asset: MediaAsset; job: MediaJob; image: IngestedImage; attempts: number }
-  | { kind: 'checked'; asset: MediaAsset; etag: string | null; attempts: number }
+  | { kind: 'checked'; asset: MediaAsset; etag: string | null; attempts: number; renditions?: readonly Rendition[] }
   | { kind: 'failed'; asset: MediaAsset; job: MediaJob; failure: { reason: FailureReason; message: string }; attempts: number };
 
 export interface AssetRecorder {
   /** New bytes stored: the asset becomes (or stays) ingested with them, and media.ingested goes out. */
   ingested(asset: MediaAsset, job: MediaJob, image: IngestedImage, attempts: number): Promise<void>;
-  /** Checked, nothing new (304, same ETag, or the same bytes under a new ETag): the stored asset stays. */
-  checked(asset: MediaAsset, etag: string | null, attempts: number): Promise<void>;
+  /**
+   * Checked, nothing new (304, same ETag, or the same bytes under a new ETag): the stored asset
+   * stays; `renditions`, when given, replace ones missing or made for other sizes.
+   */
+  checked(asset: MediaAsset, etag: string | null, attempts: number, renditions?: readonly Rendition[]): Promise<void>;
   /**
    * Failed for good (after the fetcher's retries). An asset that never arrived becomes `failed`
    * and media.ingestion_failed goes out; an ingested asset whose refresh failed keeps its stored
@@ -54,20 +60,25 @@ export interface AssetRecorder {
 // The event's `url` is the normalized URL (contract); source_url is what the first item gave.
 const withIds = (job: MediaJob) => (job.externalIds.length > 0 ? { externalIds: [...job.externalIds] } : {});
 
-/** The event a change reports, if any: media.ingested, or media.ingestion_failed for an asset that never arrived. */
-function eventOf(change: Change): DomainEvent | undefined {
+/**
+ * The event a change reports, if any: media.ingested, or media.ingestion_failed for an asset that
+ * never arrived; with the asset's state as written (`written`), so an event says what a read does.
+ */
+function eventOf(change: Change, written: WrittenAsset | undefined): DomainEvent | undefined {
   const { asset } = change;
   const base = { catalogId: asset.catalogId, resourceId: asset.sourceUrlHash };
   const url = normalizeMediaUrl(asset.sourceUrl);
   if (change.kind === 'ingested') {
     const { image } = change;
     return domainEvent({ ...base, type: 'media.ingested', data: {
-      sourceUrlHash: asset.sourceUrlHash, url, contentType: image.contentType, width: image.width, height: image.height, byteSize: image.byteSize, ...withIds(change.job),
+      sourceUrlHash: asset.sourceUrlHash, url, assetId: asset.id, contentType: image.contentType, width: image.width, height: image.height,
+      byteSize: image.byteSize, contentSha256: image.contentSha256, renditions: image.renditions.map(renditionView), ...withIds(change.job),
     } });
   }
   if (change.kind === 'failed' && asset.status !== 'ingested') {
     return domainEvent({ ...base, type: 'media.ingestion_failed', data: {
-      sourceUrlHash: asset.sourceUrlHash, url, reason: change.failure.reason, message: change.failure.message, ...withIds(change.job),
+      sourceUrlHash: asset.sourceUrlHash, url, assetId: asset.id, reason: change.failure.reason, message: change.failure.message.slice(0, 2000),
+      ...(written ? { attempts: Math.max(written.attempts, 1), lastAttemptAt: written.checked_at } : {}), ...withIds(change.job),
     } });
   }
   return undefined;
@@ -97,10 +108,10 @@ function rowOf(change: Change): AssetChange {
   const base = { id: change.asset.id, k: change.kind, n: change.attempts };
   if (change.kind === 'ingested') {
     const i = change.image;
-    return { ...base, e: i.etag, ct: i.contentType, w: i.width, h: i.height, bs: i.byteSize, sha: i.contentSha256, p: i.storagePath };
+    return { ...base, e: i.etag, ct: i.contentType, w: i.width, h: i.height, bs: i.byteSize, sha: i.contentSha256, p: i.storagePath, r: i.renditions };
   }
-  if (change.kind === 'checked') return { ...base, e: change.etag };
-  return { ...base, k: change.asset.status === 'ingested' ? 'refresh_failed' : 'failed', err: `${change.failure.reason}: ${change.failure.message}`.slice(0, 2000) };
+  if (change.kind === 'checked') return { ...base, e: change.etag, ...(change.renditions ? { r: change.renditions } : {}) };
+  return { ...base, k: change.asset.status === 'ingested' ? 'refresh_failed' : 'failed', fr: change.failure.reason, err: change.failure.message.slice(0, 2000) };
 }
 
 /**
@@ -115,9 +126,9 @@ export function createAssetRecorder(db: Db, options: { maxGroup?: number } = {})
     // Two changes to one asset in a group cannot happen (jobs of an asset run in order), but
     // an UPDATE … FROM must not see one row twice: the later change wins.
     const rows = [...new Map(changes.map((change) => [change.asset.id, rowOf(change)])).values()];
-    const events = changes.map(eventOf).filter((e): e is DomainEvent => e !== undefined);
     await db.transactional(async (tx) => {
-      await writeAssetChanges(tx, rows);
+      const written = new Map((await writeAssetChanges(tx, rows)).map((w) => [w.id, w]));
+      const events = changes.map((change) => eventOf(change, written.get(change.asset.id))).filter((e): e is DomainEvent => e !== undefined);
       await writeOutbox(tx, await reportWithItems(tx, events));
     });
     return changes.map(() => undefined);
@@ -126,7 +137,7 @@ export function createAssetRecorder(db: Db, options: { maxGroup?: number } = {})
 
   return {
     ingested: (asset, job, image, attempts) => record({ kind: 'ingested', asset, job, image, attempts }),
-    checked: (asset, etag, attempts) => record({ kind: 'checked', asset, etag, attempts }),
+    checked: (asset, etag, attempts, renditions) => record({ kind: 'checked', asset, etag, attempts, ...(renditions ? { renditions } : {}) }),
     failed: (asset, job, failure, attempts) => record({ kind: 'failed', asset, job, failure, attempts }),
   };
 }

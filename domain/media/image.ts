@@ -19,7 +19,7 @@ let libraries: Promise<{ sharp: Sharp; fileTypeFromBuffer: FileTypeFromBuffer }>
  * one that never ingests an image (an import running in the consumers process) need not hold.
  * A failed load is tried again with the next image.
  */
-function imageLibraries() {
+export function imageLibraries() {
   libraries ??= Promise.all([import('sharp'), import('file-type')]).then(([{ default: sharp }, { fileTypeFromBuffer }]) => {
     // Decoded images are not reused, so libvips' operation cache only holds memory.
     sharp.cache(false);

@@ -6,13 +6,21 @@ import type { AssetRecorder, FailureReason, MediaAsset } from './assets.ts';
 import { ImageRejected, inspectImage } from './image.ts';
 import type { MediaStore } from './media-store.ts';
 import type { MediaJob } from './register.ts';
+import { matchesSpecs } from './renditions.ts';
+import type { Rendition, RenditionMaker } from './renditions.ts';
 
 export interface IngestDeps {
   readonly recorder: AssetRecorder;
-  /** Bounds the downloads (and decodes) in flight: MEDIA_CONCURRENCY. */
-  readonly throttle: <T>(work: () => Promise<T>) => Promise<T>;
+  /**
+   * Bounds the downloads (and decodes) in flight, in all (MEDIA_CONCURRENCY) and per host
+   * (MEDIA_HOST_CONCURRENCY); a job waiting for its host holds no slot of the total.
+   */
+  readonly throttle: <T>(host: string, work: () => Promise<T>) => Promise<T>;
   readonly fetcher: ImageFetcher;
   readonly store: MediaStore;
+  readonly renditions: RenditionMaker;
+  /** A stored image's bytes, to make the renditions an asset lacks. */
+  readonly readStored: (storagePath: string) => Promise<Buffer>;
 }
 
 /**
@@ -44,16 +52,31 @@ type Decision = { readonly outcome: Exclude<IngestOutcome, 'skipped'>; record():
  */
 export async function ingestMedia(deps: IngestDeps, job: MediaJob, asset: MediaAsset | undefined): Promise<IngestOutcome> {
   if (!asset || asset.doneForJob) return 'skipped';
-  const decision = await deps.throttle(() => decide(deps, job, asset));
+  const decision = await deps.throttle(new URL(sourceOf(job, asset)).host, () => decide(deps, job, asset));
   await decision.record();
   return decision.outcome;
+}
+
+// A pending asset is fetched from the URL its job gives (the first item's spelling); a known one from its own.
+const sourceOf = (job: MediaJob, asset: MediaAsset) => (asset.status === 'pending' ? job.url : asset.sourceUrl);
+
+/**
+ * For an unchanged, ingested image whose renditions are missing or were made for other sizes
+ * (MEDIA_RENDITIONS changed, or it was ingested before renditions existed): new ones from the
+ * stored bytes; undefined when it has the configured ones.
+ */
+async function missingRenditions(deps: IngestDeps, asset: MediaAsset): Promise<Rendition[] | undefined> {
+  if (asset.status !== 'ingested' || !asset.contentSha256 || !asset.storagePath || matchesSpecs(asset.renditions, deps.renditions.specs)) return undefined;
+  return deps.renditions.forImage(asset.contentSha256, await deps.readStored(asset.storagePath));
 }
 
 async function decide(deps: IngestDeps, job: MediaJob, asset: MediaAsset): Promise<Decision> {
   const { recorder } = deps;
   let attempts = 0;
-  const checked = (etag: string | null, outcome: 'not_modified' | 'unchanged'): Decision =>
-    ({ outcome, record: () => recorder.checked(asset, etag, attempts) });
+  const checked = async (etag: string | null, outcome: 'not_modified' | 'unchanged'): Promise<Decision> => {
+    const renditions = await missingRenditions(deps, asset);
+    return { outcome, record: () => recorder.checked(asset, etag, attempts, renditions) };
+  };
   try {
     let ifNoneMatch: string | null = null;
     if (asset.status === 'ingested' && asset.etag !== null) {
@@ -64,7 +87,7 @@ async function decide(deps: IngestDeps, job: MediaJob, asset: MediaAsset): Promi
       // An origin that refuses HEAD is asked with a conditional GET instead.
       if (!head.result) ifNoneMatch = asset.etag;
     }
-    const got = await deps.fetcher.fetch(asset.status === 'pending' ? job.url : asset.sourceUrl, { ifNoneMatch });
+    const got = await deps.fetcher.fetch(sourceOf(job, asset), { ifNoneMatch });
     attempts += got.attempts;
     if (got.status === 'not_modified') return checked(got.etag, 'not_modified');
     const contentSha256 = hash('sha256', got.body, 'hex');
@@ -72,7 +95,8 @@ async function decide(deps: IngestDeps, job: MediaJob, asset: MediaAsset): Promi
     if (asset.status === 'ingested' && asset.contentSha256 === contentSha256) return checked(got.etag, 'unchanged');
     const image = await inspectImage(got.body);
     const storagePath = await deps.store.put(contentSha256, got.body, image.contentType);
-    const stored = { ...image, etag: got.etag, byteSize: got.body.length, contentSha256, storagePath };
+    const renditions = await deps.renditions.forImage(contentSha256, got.body);
+    const stored = { ...image, etag: got.etag, byteSize: got.body.length, contentSha256, storagePath, renditions };
     return { outcome: 'ingested', record: () => recorder.ingested(asset, job, stored, attempts) };
   } catch (error) {
     const failure = failureOf(error);

@@ -1,9 +1,11 @@
 // GET /items/{externalSystem}/{externalId}: one item of the key's catalog.
 import { getItem as readItem } from '../../domain/items/read.ts';
 import { normalizeText } from '../../domain/items/payload.ts';
+import { itemWithStoredUrls } from '../../domain/media/stored-urls.ts';
 import type { Handler } from '../../platform/http/types.ts';
+import { linksOf } from '../media/links.ts';
 
-export const getItem: Handler = async ({ em, auth, params }) => ({
+export const getItem: Handler = async ({ em, auth, params, services }) => ({
   status: 200,
-  data: await readItem(em, auth.catalogId, normalizeText(params.externalSystem!), normalizeText(params.externalId!)),
+  data: await itemWithStoredUrls(await readItem(em, auth.catalogId, normalizeText(params.externalSystem!), normalizeText(params.externalId!)), linksOf(services)),
 });

@@ -2,13 +2,15 @@
 import { getItem } from '../../domain/items/read.ts';
 import { upsertOne } from '../../domain/items/single-upserts.ts';
 import { itemView } from '../../domain/items/view.ts';
+import { itemWithStoredUrls } from '../../domain/media/stored-urls.ts';
 import type { Handler } from '../../platform/http/types.ts';
+import { linksOf } from '../media/links.ts';
 
 export const upsertItem: Handler = async ({ em, auth, body, services }) => {
   const entry = await upsertOne(em, auth.catalogId, body, { mediaRefreshAgeHours: services.config.media.refreshAgeHours });
   if (entry.status === 'error') throw entry.error;
   // The write returns the stored item; it is read back only after a lost race.
-  const item = entry.stored ? itemView(entry.stored) : await getItem(em, auth.catalogId, entry.item.externalSystem, entry.item.externalId);
+  const item = await itemWithStoredUrls(entry.stored ? itemView(entry.stored) : await getItem(em, auth.catalogId, entry.item.externalSystem, entry.item.externalId), linksOf(services));
   return {
     status: entry.status === 'created' ? 201 : 200,
     data: { outcome: entry.status, serviceId: entry.serviceId, contentHash: entry.item.contentHash, item },

@@ -56,6 +56,36 @@ export interface MediaConfig {
   readonly concurrency: number;
   /** MEDIA_ALLOWED_HOSTS: `host[:port]` entries the network guard lets through (an internal CDN). */
   readonly allowedHosts: readonly string[];
+  /** MEDIA_HOST_CONCURRENCY: downloads in flight to one host per consumer process. */
+  readonly hostConcurrency: number;
+  /** MEDIA_RENDITIONS: the WebP renditions made of every image; empty turns them off. */
+  readonly renditions: readonly RenditionSpec[];
+  /** MEDIA_URL_TTL_SECONDS: the least time a stored image's address stays valid. */
+  readonly urlTtlSeconds: number;
+}
+
+/** A rendition: the image scaled to fit inside `size` × `size` pixels (never enlarged). */
+export interface RenditionSpec {
+  readonly name: string;
+  readonly size: number;
+}
+
+// Signed addresses stay the same for an hour (cacheable) and valid for the TTL beyond it; S3's
+// presigned addresses live at most 7 days, so the TTL can be up to 7 days less that hour.
+export const MAX_MEDIA_URL_TTL_SECONDS = 7 * 24 * 3600 - 3600;
+
+function renditions(env: Env): readonly RenditionSpec[] {
+  const raw = env.MEDIA_RENDITIONS ?? 'thumb:200,medium:800';
+  const specs = raw.split(',').map((entry) => entry.trim()).filter((entry) => entry !== '').map((entry) => {
+    const match = /^([a-z][a-z0-9_-]{0,31}):(\d{1,4})$/.exec(entry);
+    const size = Number(match?.[2]);
+    if (!match || size < 16 || size > 4096) {
+      throw new ConfigError(`MEDIA_RENDITIONS must be a comma list of name:pixels (a lower-case name, 16 to 4096 pixels), got "${raw}"`);
+    }
+    return Object.freeze({ name: match[1]!, size });
+  });
+  if (new Set(specs.map((spec) => spec.name)).size !== specs.length) throw new ConfigError(`MEDIA_RENDITIONS names a rendition twice: "${raw}"`);
+  return Object.freeze(specs);
 }
 
 export class ConfigError extends Error {
@@ -156,6 +186,9 @@ export function loadConfig(env: Env = process.env): Config {
       retries: int(env, 'MEDIA_RETRIES', 2, 0, 10),
       concurrency: int(env, 'MEDIA_CONCURRENCY', 8, 1, 256),
       allowedHosts: Object.freeze((env.MEDIA_ALLOWED_HOSTS ?? '').split(',').map((h) => h.trim().toLowerCase()).filter((h) => h !== '')),
+      hostConcurrency: int(env, 'MEDIA_HOST_CONCURRENCY', 4, 1, 256),
+      renditions: renditions(env),
+      urlTtlSeconds: int(env, 'MEDIA_URL_TTL_SECONDS', 86_400, 60, MAX_MEDIA_URL_TTL_SECONDS),
     }),
     smtpUrl: env.SMTP_URL || undefined,
     mailFrom: env.MAIL_FROM || 'Catalog Service <no-reply@catalog.localhost>',

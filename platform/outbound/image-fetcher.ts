@@ -30,6 +30,17 @@ export interface ImageFetcherOptions {
   readonly allowPrivate: boolean;
   readonly allowedHosts?: readonly string[];
   readonly concurrencyPerHost?: number;
+  /** Told when a host answers 429 or 503 with Retry-After (in ms), so its other downloads wait too. */
+  readonly onRetryAfter?: (host: string, ms: number) => void;
+}
+
+/** Retry-After in ms: delay-seconds or an HTTP date (RFC 9110 §10.2.3); undefined when absent or unreadable. */
+export function retryAfterMs(header: string | null, now = Date.now()): number | undefined {
+  if (header === null) return undefined;
+  const value = header.trim();
+  if (/^\d+$/.test(value)) return Number(value) * 1000;
+  const date = Date.parse(value);
+  return Number.isNaN(date) ? undefined : Math.max(0, date - now);
 }
 
 export type FetchResult =
@@ -101,7 +112,14 @@ export function createImageFetcher(options: ImageFetcherOptions): ImageFetcher {
         response = await client(current, {
           method,
           headers: { 'user-agent': USER_AGENT, accept: 'image/*', ...(ifNoneMatch ? { 'if-none-match': ifNoneMatch } : {}) },
-          hooks: { beforeRetry: [() => { attempts += 1; }] },
+          hooks: {
+            beforeRetry: [() => { attempts += 1; }],
+            afterResponse: [({ response }) => {
+              if (response.status !== 429 && response.status !== 503) return;
+              const ms = retryAfterMs(response.headers.get('retry-after'));
+              if (ms !== undefined) options.onRetryAfter?.(current.host, ms);
+            }],
+          },
         });
       } catch (error) {
         throw toFailure(error, current.host, attempts);

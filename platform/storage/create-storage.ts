@@ -16,6 +16,7 @@ function lazyS3(config: Config): ObjectStorage {
   return {
     driver: 's3',
     signUpload: async (path, upload) => (await s3()).signUpload(path, upload),
+    signDownload: async (path, download) => (await s3()).signDownload(path, download),
     stat: async (path) => (await s3()).stat(path),
     read: async (path, offset) => (await s3()).read(path, offset),
     readChunks: async function* (path) {

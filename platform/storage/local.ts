@@ -12,6 +12,8 @@ const CHUNK_BYTES = 256 * 1024;
 
 /** The route the local driver's upload addresses point at; outside the API prefix (contract: uploadImportFile). */
 export const UPLOAD_ROUTE = '/storage/v1/upload/';
+/** The route its download addresses point at (contract: downloadStoredObject). */
+export const DOWNLOAD_ROUTE = '/storage/v1/download/';
 
 export interface LocalStorageOptions {
   readonly dir: string;
@@ -23,6 +25,8 @@ export interface LocalStorage extends ObjectStorage {
   readonly driver: 'local';
   /** Checks an upload address's `expires` and `signature`: 'ok', 'expired' or 'invalid'. */
   verifyUpload(path: string, expires: number, signature: string, nowSeconds?: number): 'ok' | 'expired' | 'invalid';
+  /** The same for a download address, whose signature also covers the content type it is served with. */
+  verifyDownload(path: string, expires: number, contentType: string, signature: string, nowSeconds?: number): 'ok' | 'expired' | 'invalid';
   /** Stores an upload aside; `commit` puts it at `path`, `discard` drops it. */
   receive(path: string, body: Readable): Promise<ReceivedUpload>;
 }
@@ -33,9 +37,19 @@ export interface ReceivedUpload {
   discard(): Promise<void>;
 }
 
-// The method is part of what is signed, so an upload signature can never authorize anything else.
+// The method is part of what is signed, so an upload signature can never authorize a download, nor
+// the reverse; a download's also covers the Content-Type it is answered with.
 const signature = (secret: string, path: string, expires: number) =>
   createHmac('sha256', secret).update(`PUT\n${path}\n${expires}`).digest('hex');
+const downloadSignature = (secret: string, path: string, expires: number, contentType: string) =>
+  createHmac('sha256', secret).update(`GET\n${path}\n${expires}\n${contentType}`).digest('hex');
+
+function verify(expected: string, given: string, expires: number, nowSeconds: number): 'ok' | 'expired' | 'invalid' {
+  const wanted = Buffer.from(expected, 'hex');
+  const actual = Buffer.from(/^[0-9a-f]{64}$/.test(given) ? given : '', 'hex');
+  if (actual.length !== wanted.length || !timingSafeEqual(actual, wanted)) return 'invalid';
+  return expires < nowSeconds ? 'expired' : 'ok';
+}
 
 export function createLocalStorage(options: LocalStorageOptions): LocalStorage {
   const fileOf = (path: string) => {
@@ -50,10 +64,15 @@ export function createLocalStorage(options: LocalStorageOptions): LocalStorage {
       return `${options.publicBaseUrl}${UPLOAD_ROUTE}${encodeURIComponent(path)}?expires=${expires}&signature=${signature(options.secret, path, expires)}`;
     },
     verifyUpload(path, expires, given, nowSeconds = Date.now() / 1000) {
-      const expected = Buffer.from(signature(options.secret, path, expires), 'hex');
-      const actual = Buffer.from(/^[0-9a-f]{64}$/.test(given) ? given : '', 'hex');
-      if (actual.length !== expected.length || !timingSafeEqual(actual, expected)) return 'invalid';
-      return expires < nowSeconds ? 'expired' : 'ok';
+      return verify(signature(options.secret, path, expires), given, expires, nowSeconds);
+    },
+    async signDownload(path, download) {
+      const { contentType, expiresAt } = download;
+      const query = new URLSearchParams({ expires: String(expiresAt), type: contentType, signature: downloadSignature(options.secret, path, expiresAt, contentType) });
+      return `${options.publicBaseUrl}${DOWNLOAD_ROUTE}${encodeURIComponent(path)}?${query}`;
+    },
+    verifyDownload(path, expires, contentType, given, nowSeconds = Date.now() / 1000) {
+      return verify(downloadSignature(options.secret, path, expires, contentType), given, expires, nowSeconds);
     },
     async receive(path, body) {
       const file = fileOf(path);

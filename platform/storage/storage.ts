@@ -8,10 +8,22 @@ export interface SignedUpload {
   readonly expiresInSeconds: number;
 }
 
+/**
+ * A GET address for a stored object, without an API key. `signedAt` and `expiresAt` (unix
+ * seconds) are the caller's: the same pair gives the same address, so it can be cached.
+ */
+export interface SignedDownload {
+  readonly contentType: string;
+  readonly signedAt: number;
+  readonly expiresAt: number;
+}
+
 export interface ObjectStorage {
   readonly driver: 'local' | 's3';
   /** An address the caller PUTs the file to without an API key, valid for `expiresInSeconds`. */
   signUpload(path: string, upload: SignedUpload): Promise<string>;
+  /** An address anyone can GET the object at until `expiresAt`, served with `contentType`. */
+  signDownload(path: string, download: SignedDownload): Promise<string>;
   /** The stored object's size, or undefined when nothing is stored at `path`. */
   stat(path: string): Promise<{ sizeBytes: number } | undefined>;
   /** The object's bytes from `offset` on, as a stream (the consumer resumes mid-file). */

@@ -1,4 +1,4 @@
-// The s3 storage driver against a real S3-compatible server (S3Proxy from Maven Central): presigned PUT, ranged reads, retry files.
+// The s3 storage driver against a real S3-compatible server (S3Proxy from Maven Central): presigned PUT and GET, ranged reads, retry files, stored images.
 import assert from 'node:assert/strict';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -13,11 +13,15 @@ import { startS3Proxy } from '../../scripts/s3proxy.ts';
 import type { RunningS3Proxy } from '../../scripts/s3proxy.ts';
 import { clientOptions, expectData, expectStatus } from '../helpers/client.ts';
 import { sqlClient } from '../helpers/database.ts';
+import { makeImage, startImageOrigin } from '../helpers/image-origin.ts';
+import type { ImageOrigin } from '../helpers/image-origin.ts';
 import { item, jsonl, startImportService, waitForJob } from '../helpers/imports.ts';
+import { settledItem } from '../helpers/media.ts';
 import type { TestService } from '../helpers/service.ts';
 
 const FILE = import.meta.filename;
 let s3: RunningS3Proxy;
+let origin: ImageOrigin;
 let service: TestService;
 let sql: Awaited<ReturnType<typeof sqlClient>>;
 
@@ -26,7 +30,9 @@ const put = (url: string, body: Buffer, contentType = 'application/x-ndjson') =>
 
 before(async () => {
   s3 = await startS3Proxy(mkdtempSync(join(tmpdir(), 'catalog-s3proxy-')));
+  origin = await startImageOrigin();
   service = await startImportService(FILE, {
+    OUTBOUND_ALLOW_PRIVATE: 'true', // the image origin is on loopback
     STORAGE_DRIVER: 's3', S3_ENDPOINT: s3.endpoint, S3_BUCKET: 'catalog-imports-test', S3_REGION: 'us-east-1',
     S3_ACCESS_KEY_ID: s3.accessKeyId, S3_SECRET_ACCESS_KEY: s3.secretAccessKey,
   });
@@ -35,6 +41,7 @@ before(async () => {
 after(async () => {
   await sql?.end();
   await service?.close();
+  await origin?.close();
   await s3?.stop();
 });
 
@@ -122,4 +129,29 @@ test('s3: media objects are stored with their image type, import files as JSONL'
   } finally {
     client.destroy();
   }
+});
+
+test('s3: a stored image and its renditions load at presigned GET addresses, no key; the local route answers 501', async () => {
+  const tenant = await service.newTenant();
+  const png = await makeImage('png', 400, 300, 9);
+  origin.serve('/s3-image.png', { body: png });
+  expectData(await api.upsertItem({ externalSystem: 'erp', externalId: 'S3-IMG', name: 'S3 image', media: [{ url: origin.at('/s3-image.png') }] }, clientOptions(service.url, tenant.key)), 201);
+  const media = (await settledItem(service.url, tenant.key, 'S3-IMG')).media[0]!;
+  assert.equal(media.status, 'ingested');
+  const url = new URL(media.storedUrl!);
+  assert.equal(url.origin, s3.endpoint);
+  assert.equal(url.searchParams.get('response-content-type'), 'image/png');
+  const loaded = await fetch(url);
+  assert.equal(loaded.status, 200);
+  assert.ok(Buffer.from(await loaded.arrayBuffer()).equals(png));
+  for (const rendition of media.renditions) {
+    const answer = await fetch(rendition.storedUrl!);
+    assert.equal(answer.status, 200, rendition.name);
+    assert.equal((await answer.arrayBuffer()).byteLength, rendition.byteSize);
+  }
+  const tampered = new URL(url);
+  tampered.searchParams.set('X-Amz-Signature', '0'.repeat(64));
+  assert.equal((await fetch(tampered)).status, 403);
+  const local = await fetch(`${service.url}/storage/v1/download/${encodeURIComponent(`media/${media.contentSha256!.slice(0, 2)}/${media.contentSha256}`)}?expires=1&type=image%2Fpng&signature=${'0'.repeat(64)}`);
+  assert.equal(local.status, 501);
 });

@@ -75,10 +75,12 @@ test('50 items naming one image through URL variants: one asset, one job, one do
 
   for (const id of ['DUP-0', 'DUP-26', 'DUP-49']) {
     const settled = await settledItem(service.url, tenant.key, id);
-    assert.deepEqual({ ...settled.media[0], url: undefined }, {
-      url: undefined, role: 'primary', sortOrder: 0, sourceUrlHash: key, status: 'ingested',
-      contentType: 'image/png', width: 320, height: 240, byteSize: png.length,
+    const { url: _url, assetId, storedUrl, renditions, ...entry } = settled.media[0]!;
+    assert.deepEqual(entry, {
+      role: 'primary', sortOrder: 0, sourceUrlHash: key, status: 'ingested',
+      contentType: 'image/png', width: 320, height: 240, byteSize: png.length, contentSha256: hash('sha256', png, 'hex'), failure: null,
     });
+    assert.ok(assetId && storedUrl && renditions.length === 2, 'the asset, its address and its renditions are shown');
   }
   assert.equal(origin.gets('/img/shared.png'), 1, 'downloaded exactly once');
   const row = await asset(variants[0]!);
@@ -276,7 +278,8 @@ test('failures end as failed assets with media.ingestion_failed and a reason', a
     assert.deepEqual([path, media.status, media.contentType, media.width], [path, 'failed', null, null]);
     assert.equal(origin.gets(path), gets, `${path}: GETs made`);
     const row = await asset(origin.at(path));
-    assert.ok(row.last_error.startsWith(`${reason}: `), `${path}: ${row.last_error}`);
+    assert.equal(row.failure_reason, reason, `${path}: ${row.last_error}`);
+    assert.deepEqual([media.failure?.reason, media.failure?.message, media.failure?.attempts], [reason, row.last_error, gets], path);
     assert.equal(row.attempts, gets);
     const events = await mediaEvents(sql, tenant.catalogId, media.sourceUrlHash);
     assert.deepEqual(events.map((e) => [e.type, e.data.reason]), [['media.ingestion_failed', reason]], path);

@@ -1,4 +1,4 @@
-// Upgrading a database with items: migration 0010 writes each existing item's changelog record, the item exactly as GET returns it.
+// Upgrading a database with items: migration 0010 writes each existing item's changelog record, the item exactly as GET returned it then.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import type pg from 'pg';
@@ -59,6 +59,10 @@ test('every item stored before the upgrade gets one record, equal to what GET an
   for (const [system, id] of items) {
     const row = rows.find((r) => r.key === itemEventKey(catalogId, system, id));
     assert.ok(row, `no record for ${system}/${id}`);
-    assert.deepEqual(JSON.parse(row.payload), await getItem(orm.em.fork(), catalogId, system, id), `${system}/${id}`);
+    // The record keeps the item's shape of that version: the media fields added since (0012) are
+    // on the records written after them.
+    const now = await getItem(orm.em.fork(), catalogId, system, id);
+    const then = { ...now, media: now.media.map(({ assetId: _a, contentSha256: _c, storedUrl: _s, renditions: _r, failure: _f, ...entry }) => entry) };
+    assert.deepEqual(JSON.parse(row.payload), then, `${system}/${id}`);
   }
 });

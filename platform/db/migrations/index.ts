@@ -10,6 +10,7 @@ import { ImportProcessingFailures } from './0008-import-processing-failures.ts';
 import { EventLog } from './0009-event-log.ts';
 import { ItemChangelog } from './0010-item-changelog.ts';
 import { BatchedOutbox } from './0011-batched-outbox.ts';
+import { MediaRenditions } from './0012-media-renditions.ts';
 
 export const migrations: MigrationObject[] = [
   { name: '0001-initial-schema', class: InitialSchema },
@@ -22,4 +23,5 @@ export const migrations: MigrationObject[] = [
   { name: '0009-event-log', class: EventLog },
   { name: '0010-item-changelog', class: ItemChangelog },
   { name: '0011-batched-outbox', class: BatchedOutbox },
+  { name: '0012-media-renditions', class: MediaRenditions },
 ];

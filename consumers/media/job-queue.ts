@@ -1,0 +1,114 @@
+// The media consumer's jobs in memory: taken from Kafka under a lease in Postgres, run through the host gate (each asset's in order), queued again when a lease lapses.
+import { leaseAssets, releaseAssets, takeLapsedLeases } from '../../domain/media/asset-store.ts';
+import { assetKey, loadAssets } from '../../domain/media/assets.ts';
+import { ingestMedia } from '../../domain/media/ingest.ts';
+import type { IngestDeps, IngestOutcome } from '../../domain/media/ingest.ts';
+import type { MediaJob } from '../../domain/media/register.ts';
+import { messageRow, writeOutbox } from '../../domain/events/outbox.ts';
+import type { Db } from '../../platform/db/sql.ts';
+import { TOPICS } from '../../platform/kafka/topics.ts';
+import type { Logger } from '../../platform/log/logger.ts';
+
+/** A held job's lease; renewed every LEASE_RENEW_MS while it waits or runs. */
+export const LEASE_SECONDS = 30;
+/** How often leases are renewed and lapsed ones queued again. */
+export const LEASE_RENEW_MS = 10_000;
+// Jobs held in memory per process (waiting for their host, or running); taking more waits. A job
+// is a few hundred bytes: the bound is on how far one slow host's backlog can fill the queue.
+const MAX_HELD_JOBS = 1000;
+const SWEEP_LIMIT = 500;
+
+/** Thrown into a job that gets its slot after stop(): it gives the job up instead of starting it. */
+class Stopped extends Error {}
+
+export interface JobQueue {
+  /**
+   * Leases the jobs' assets, then queues the jobs and returns once there is room for more: the
+   * caller commits their Kafka offsets then. A job waiting for a slow host holds up no other.
+   */
+  take(jobs: readonly MediaJob[]): Promise<void>;
+  /** Renews the held leases and queues lapsed ones again (run every LEASE_RENEW_MS). */
+  sweep(): Promise<void>;
+  /** Gives up the jobs not started (their leases lapse now), waits for the running ones. */
+  stop(): Promise<void>;
+}
+
+export function createJobQueue(options: {
+  db: Db; deps: IngestDeps; counts: Record<IngestOutcome, number>; log: Logger;
+}): JobQueue {
+  const { db, counts, log } = options;
+  let stopping = false;
+  // Through the gate, a job that gets its slot after stop() starts no download.
+  const deps: IngestDeps = {
+    ...options.deps,
+    throttle: (host, work) => options.deps.throttle(host, () => (stopping ? Promise.reject(new Stopped()) : work())),
+  };
+  const tails = new Map<string, Promise<void>>();
+  const held = new Map<string, number>();
+  let pending = 0;
+  const roomWaiters: Array<() => void> = [];
+  const drained: Array<() => void> = [];
+
+  const hold = (id: string) => held.set(id, (held.get(id) ?? 0) + 1);
+  const unhold = (id: string) => {
+    const left = (held.get(id) ?? 1) - 1;
+    if (left > 0) held.set(id, left);
+    else held.delete(id);
+  };
+
+  function enqueue(job: MediaJob, loaded: { id: string } | undefined, asset: Awaited<ReturnType<typeof loadAssets>>): void {
+    const key = assetKey(job);
+    const before = tails.get(key);
+    pending += 1;
+    if (loaded) hold(loaded.id);
+    const run: Promise<void> = (async () => {
+      if (before) await before;
+      if (stopping) return;
+      // Behind another job of the asset, it reads the asset as that one left it.
+      const current = before ? (await loadAssets(db, [job])).get(key) : asset.get(key);
+      counts[await ingestMedia(deps, job, current)] += 1;
+    })().catch((error: unknown) => {
+      if (error instanceof Stopped) return;
+      log.error({ err: error, sourceUrlHash: job.sourceUrlHash }, `media job failed; it is queued again when its lease lapses (${LEASE_SECONDS} s)`);
+    }).finally(() => {
+      pending -= 1;
+      if (loaded) unhold(loaded.id);
+      if (tails.get(key) === run) tails.delete(key);
+      roomWaiters.shift()?.();
+      if (pending === 0) drained.splice(0).forEach((done) => done());
+    });
+    tails.set(key, run);
+  }
+
+  return {
+    async take(jobs) {
+      const firsts = [...new Map(jobs.map((job) => [assetKey(job), job])).values()];
+      const assets = await loadAssets(db, firsts);
+      await leaseAssets(db, [...assets.values()].map((a) => a.id), LEASE_SECONDS);
+      for (const job of jobs) enqueue(job, assets.get(assetKey(job)), assets);
+      while (pending >= MAX_HELD_JOBS && !stopping) await new Promise<void>((resolve) => roomWaiters.push(resolve));
+    },
+    async sweep() {
+      try {
+        await leaseAssets(db, [...held.keys()], LEASE_SECONDS);
+        const lapsed = await db.transactional(async (tx) => {
+          const taken = await takeLapsedLeases(tx, SWEEP_LIMIT);
+          await writeOutbox(tx, taken.map((a) => messageRow({
+            topic: TOPICS.media, key: a.source_url_hash,
+            body: { catalogId: a.catalog_id, sourceUrlHash: a.source_url_hash, url: a.source_url, refresh: a.status === 'ingested', queuedAt: a.queued_at, externalIds: [] } satisfies MediaJob,
+          })));
+          return taken.length;
+        });
+        if (lapsed > 0) log.warn({ lapsed }, 'queued media jobs again whose consumer let their lease lapse');
+      } catch (error) {
+        log.error({ err: error }, 'media lease sweep failed; it runs again');
+      }
+    },
+    async stop() {
+      stopping = true;
+      roomWaiters.splice(0).forEach((resume) => resume());
+      await releaseAssets(db, [...held.keys()]).catch((error: unknown) => log.warn({ err: error }, 'could not release media leases; they lapse by themselves'));
+      if (pending > 0) await new Promise<void>((resolve) => drained.push(resolve));
+    },
+  };
+}
