@@ -1,4 +1,6 @@
 // The media consumer: jobs from catalog.media.v1 are downloaded and ingested politely (bounded in all and per host), with renditions.
+import { mkdir, readdir, rm, stat } from 'node:fs/promises';
+import { join } from 'node:path';
 import type { KafkaMessage } from 'kafkajs';
 import { renditionsOfContent } from '../../domain/media/asset-store.ts';
 import { createAssetRecorder } from '../../domain/media/assets.ts';
@@ -51,6 +53,26 @@ function toJob(message: KafkaMessage, logger: Logger): MediaJob | undefined {
   return undefined;
 }
 
+// No download takes this long (MEDIA_TIMEOUT_MS is at most 10 minutes an attempt): an older file
+// in the download folder was left by a process that died.
+const STALE_DOWNLOAD_MS = 6 * 3600_000;
+
+/**
+ * Where downloads are written as they arrive: beside the stored images for the local driver (a
+ * rename puts them in place), in the data folder for s3. Files a dead process left are removed.
+ */
+async function prepareDownloadDir(config: Config, log: Logger): Promise<string> {
+  const dir = config.storageDriver === 'local' ? join(config.storageDir, '.incoming') : join(config.dataDir, 'media-incoming');
+  await mkdir(dir, { recursive: true });
+  for (const name of await readdir(dir)) {
+    const file = join(dir, name);
+    const info = await stat(file).catch(() => undefined);
+    if (info && Date.now() - info.mtimeMs > STALE_DOWNLOAD_MS) await rm(file, { force: true });
+  }
+  log.debug({ dir }, 'media downloads go to this folder');
+  return dir;
+}
+
 /**
  * Group `<prefix>catalog.media.ingest`. Jobs run concurrently through the host gate (jobs of one
  * asset in order); a job that fails for a reason a retry can fix (database, storage) keeps its
@@ -60,6 +82,7 @@ export async function startMediaConsumer({ config, kafka, orm, storage, logger }
   const log = logger.child({ component: 'media-consumer' });
   const db = orm.em.fork();
   const gate = createHostGate({ total: config.media.concurrency, perHost: config.media.hostConcurrency });
+  const downloadDir = await prepareDownloadDir(config, log);
   const fetcher = createImageFetcher({
     timeoutMs: config.media.timeoutMs,
     retries: config.media.retries,
@@ -67,6 +90,7 @@ export async function startMediaConsumer({ config, kafka, orm, storage, logger }
     allowPrivate: config.outboundAllowPrivate,
     allowedHosts: config.media.allowedHosts,
     concurrencyPerHost: config.media.hostConcurrency,
+    downloadDir,
     onRetryAfter: (host, ms) => {
       log.info({ host, retryAfterMs: ms }, 'an image host asked to wait; its downloads pause');
       gate.pause(host, ms);

@@ -41,7 +41,7 @@ export function createJobQueue(options: {
   // Through the gate, a job that gets its slot after stop() starts no download.
   const deps: IngestDeps = {
     ...options.deps,
-    throttle: (host, work) => options.deps.throttle(host, () => (stopping ? Promise.reject(new Stopped()) : work())),
+    throttle: (host, work) => options.deps.throttle(host, (doneWithHost) => (stopping ? Promise.reject(new Stopped()) : work(doneWithHost))),
   };
   const tails = new Map<string, Promise<void>>();
   const held = new Map<string, number>();

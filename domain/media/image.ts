@@ -10,9 +10,9 @@ const DECODABLE = new Map<string, string>([
 ]);
 
 type Sharp = typeof import('sharp').default;
-type FileTypeFromBuffer = typeof import('file-type').fileTypeFromBuffer;
+type FileType = Pick<typeof import('file-type'), 'fileTypeFromBuffer' | 'fileTypeFromFile'>;
 
-let libraries: Promise<{ sharp: Sharp; fileTypeFromBuffer: FileTypeFromBuffer }> | undefined;
+let libraries: Promise<{ sharp: Sharp; fileType: FileType }> | undefined;
 
 /**
  * sharp and file-type, loaded on the first image: libvips adds megabytes to a process, which
@@ -20,10 +20,13 @@ let libraries: Promise<{ sharp: Sharp; fileTypeFromBuffer: FileTypeFromBuffer }>
  * A failed load is tried again with the next image.
  */
 export function imageLibraries() {
-  libraries ??= Promise.all([import('sharp'), import('file-type')]).then(([{ default: sharp }, { fileTypeFromBuffer }]) => {
+  libraries ??= Promise.all([import('sharp'), import('file-type')]).then(([{ default: sharp }, fileType]) => {
     // Decoded images are not reused, so libvips' operation cache only holds memory.
     sharp.cache(false);
-    return { sharp, fileTypeFromBuffer };
+    // One libvips thread per image: images are worked on side by side (as many as cores,
+    // renditions.ts), and each thread's buffers and malloc arena are memory the process keeps.
+    sharp.concurrency(1);
+    return { sharp, fileType };
   }, (error: unknown) => {
     libraries = undefined;
     throw error;
@@ -46,40 +49,47 @@ export interface ImageInfo {
   /** From the bytes, never from the Content-Type header. */
   readonly contentType: string;
   readonly format: string;
+  /** As displayed: EXIF orientation applied. */
   readonly width: number;
   readonly height: number;
+  /** The EXIF orientation (1–8), when the image has one. */
+  readonly orientation: number | undefined;
 }
 
-const open = (sharp: Sharp, bytes: Buffer) => sharp(bytes, { limitInputPixels: MAX_INPUT_PIXELS, failOn: 'error', sequentialRead: true });
+const open = (sharp: Sharp, input: Buffer | string) => sharp(input, { limitInputPixels: MAX_INPUT_PIXELS, failOn: 'error', sequentialRead: true });
+
+/** What sharp threw while decoding, as the reason it gives: too many pixels, or undecodable data. */
+export function decodeRejection(error: unknown, format: string): ImageRejected {
+  if (error instanceof ImageRejected) return error;
+  const message = (error as Error).message ?? String(error);
+  if (/pixel limit/i.test(message)) {
+    return new ImageRejected('too_large', `the image has more pixels than the ${MAX_INPUT_PIXELS.toLocaleString('en')} pixel limit`);
+  }
+  return new ImageRejected('undecodable', `the ${format} image cannot be decoded: ${message.split('\n')[0]}`);
+}
 
 /**
- * Checks that `bytes` are an image sharp can decode and reads its type and size. The header
- * is read first, so an oversized canvas is refused before any pixel is decoded; then the
- * image is decoded once (down to a thumbnail), which catches truncated and corrupt data.
+ * Checks that `input` (bytes, or a file's path) is an image sharp can decode and reads its type and size. The header
+ * is read first, so an oversized canvas is refused before any pixel is decoded; then, with
+ * `decode` (the default), the image is decoded once (down to a thumbnail), which catches
+ * truncated and corrupt data. Without it the caller's own decode must (the renditions').
  */
-export async function inspectImage(bytes: Buffer): Promise<ImageInfo> {
-  const { sharp, fileTypeFromBuffer } = await imageLibraries();
-  const detected = await fileTypeFromBuffer(bytes);
+export async function inspectImage(input: Buffer | string, options: { decode?: boolean } = {}): Promise<ImageInfo> {
+  const { sharp, fileType } = await imageLibraries();
+  const detected = typeof input === 'string' ? await fileType.fileTypeFromFile(input) : await fileType.fileTypeFromBuffer(input);
   if (!detected || !detected.mime.startsWith('image/')) {
     throw new ImageRejected('not_an_image', detected ? `the content is ${detected.mime}, not an image` : 'the content is not a recognizable image');
   }
   const format = DECODABLE.get(detected.mime);
   if (!format) throw new ImageRejected('not_an_image', `${detected.mime} is not a supported image type`);
-  let width: number | undefined;
-  let height: number | undefined;
   try {
-    const metadata = await open(sharp, bytes).metadata();
-    width = metadata.autoOrient?.width ?? metadata.width;
-    height = metadata.autoOrient?.height ?? metadata.height;
+    const metadata = await open(sharp, input).metadata();
+    const width = metadata.autoOrient?.width ?? metadata.width;
+    const height = metadata.autoOrient?.height ?? metadata.height;
     if (!width || !height) throw new ImageRejected('undecodable', 'the image has no dimensions');
-    await open(sharp, bytes).resize({ width: 64, height: 64, fit: 'inside', withoutEnlargement: true }).raw().toBuffer();
+    if (options.decode ?? true) await open(sharp, input).resize({ width: 64, height: 64, fit: 'inside', withoutEnlargement: true }).raw().toBuffer();
+    return { contentType: detected.mime, format, width, height, orientation: metadata.orientation };
   } catch (error) {
-    if (error instanceof ImageRejected) throw error;
-    const message = (error as Error).message ?? String(error);
-    if (/pixel limit/i.test(message)) {
-      throw new ImageRejected('too_large', `the image has more pixels than the ${MAX_INPUT_PIXELS.toLocaleString('en')} pixel limit`);
-    }
-    throw new ImageRejected('undecodable', `the ${format} image cannot be decoded: ${message.split('\n')[0]}`);
+    throw decodeRejection(error, format);
   }
-  return { contentType: detected.mime, format, width, height };
 }

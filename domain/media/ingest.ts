@@ -1,5 +1,4 @@
 // One media job: download (or re-check with HEAD + If-None-Match), inspect, store content-addressed, record the asset and its event.
-import { hash } from 'node:crypto';
 import { FetchFailure } from '../../platform/outbound/image-fetcher.ts';
 import type { FetchResult, ImageFetcher } from '../../platform/outbound/image-fetcher.ts';
 import type { AssetRecorder, FailureReason, MediaAsset } from './assets.ts';
@@ -12,10 +11,11 @@ import type { Rendition, RenditionMaker } from './renditions.ts';
 export interface IngestDeps {
   readonly recorder: AssetRecorder;
   /**
-   * Bounds the downloads (and decodes) in flight, in all (MEDIA_CONCURRENCY) and per host
-   * (MEDIA_HOST_CONCURRENCY); a job waiting for its host holds no slot of the total.
+   * Bounds the jobs in flight (MEDIA_CONCURRENCY) and the requests to one host
+   * (MEDIA_HOST_CONCURRENCY); a job waiting for its host holds no slot of the total, and gives its
+   * host slot back (`doneWithHost`) once its requests are over, before the image is worked on.
    */
-  readonly throttle: <T>(host: string, work: () => Promise<T>) => Promise<T>;
+  readonly throttle: <T>(host: string, work: (doneWithHost: () => void) => Promise<T>) => Promise<T>;
   readonly fetcher: ImageFetcher;
   readonly store: MediaStore;
   readonly renditions: RenditionMaker;
@@ -52,7 +52,7 @@ type Decision = { readonly outcome: Exclude<IngestOutcome, 'skipped'>; record():
  */
 export async function ingestMedia(deps: IngestDeps, job: MediaJob, asset: MediaAsset | undefined): Promise<IngestOutcome> {
   if (!asset || asset.doneForJob) return 'skipped';
-  const decision = await deps.throttle(new URL(sourceOf(job, asset)).host, () => decide(deps, job, asset));
+  const decision = await deps.throttle(new URL(sourceOf(job, asset)).host, (doneWithHost) => decide(deps, job, asset, doneWithHost));
   await decision.record();
   return decision.outcome;
 }
@@ -67,10 +67,11 @@ const sourceOf = (job: MediaJob, asset: MediaAsset) => (asset.status === 'pendin
  */
 async function missingRenditions(deps: IngestDeps, asset: MediaAsset): Promise<Rendition[] | undefined> {
   if (asset.status !== 'ingested' || !asset.contentSha256 || !asset.storagePath || matchesSpecs(asset.renditions, deps.renditions.specs)) return undefined;
-  return deps.renditions.forImage(asset.contentSha256, await deps.readStored(asset.storagePath));
+  const bytes = await deps.readStored(asset.storagePath);
+  return deps.renditions.forImage(asset.contentSha256, bytes, await inspectImage(bytes, { decode: false }));
 }
 
-async function decide(deps: IngestDeps, job: MediaJob, asset: MediaAsset): Promise<Decision> {
+async function decide(deps: IngestDeps, job: MediaJob, asset: MediaAsset, doneWithHost: () => void): Promise<Decision> {
   const { recorder } = deps;
   let attempts = 0;
   const checked = async (etag: string | null, outcome: 'not_modified' | 'unchanged'): Promise<Decision> => {
@@ -89,15 +90,23 @@ async function decide(deps: IngestDeps, job: MediaJob, asset: MediaAsset): Promi
     }
     const got = await deps.fetcher.fetch(sourceOf(job, asset), { ifNoneMatch });
     attempts += got.attempts;
+    doneWithHost();
     if (got.status === 'not_modified') return checked(got.etag, 'not_modified');
-    const contentSha256 = hash('sha256', got.body, 'hex');
-    // A new ETag over the same bytes (a CDN re-deploy): keep the stored asset, remember the ETag.
-    if (asset.status === 'ingested' && asset.contentSha256 === contentSha256) return checked(got.etag, 'unchanged');
-    const image = await inspectImage(got.body);
-    const storagePath = await deps.store.put(contentSha256, got.body, image.contentType);
-    const renditions = await deps.renditions.forImage(contentSha256, got.body);
-    const stored = { ...image, etag: got.etag, byteSize: got.body.length, contentSha256, storagePath, renditions };
-    return { outcome: 'ingested', record: () => recorder.ingested(asset, job, stored, attempts) };
+    const body = got.body;
+    if (!body) throw new Error('a successful GET without its body');
+    try {
+      const contentSha256 = body.sha256;
+      // A new ETag over the same bytes (a CDN re-deploy): keep the stored asset, remember the ETag.
+      if (asset.status === 'ingested' && asset.contentSha256 === contentSha256) return await checked(got.etag, 'unchanged');
+      // With renditions the image is decoded in full there, which checks it: no second decode here.
+      const image = await inspectImage(body.path, { decode: deps.renditions.specs.length === 0 });
+      const renditions = await deps.renditions.forImage(contentSha256, body.path, image);
+      const storagePath = await deps.store.putFile(contentSha256, body.path, body.sizeBytes, image.contentType);
+      const stored = { ...image, etag: got.etag, byteSize: body.sizeBytes, contentSha256, storagePath, renditions };
+      return { outcome: 'ingested', record: () => recorder.ingested(asset, job, stored, attempts) };
+    } finally {
+      await body.discard();
+    }
   } catch (error) {
     const failure = failureOf(error);
     if (!failure) throw error;

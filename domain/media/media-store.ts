@@ -1,6 +1,7 @@
 // Content-addressed image bytes in the object storage: one stored copy per distinct content, whatever the URL or catalog.
 import { randomBytes } from 'node:crypto';
-import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
+import { createReadStream } from 'node:fs';
+import { copyFile, mkdir, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import type { ObjectStorage } from '../../platform/storage/storage.ts';
@@ -11,6 +12,8 @@ export const mediaPath = (contentSha256: string) => `media/${contentSha256.slice
 export interface MediaStore {
   /** Stores the bytes (an image of `contentType`) under their content address; returns the storage path. */
   put(contentSha256: string, bytes: Buffer, contentType: string): Promise<string>;
+  /** The same for a downloaded file, moved into place where it can be (the local driver), else copied. */
+  putFile(contentSha256: string, file: string, sizeBytes: number, contentType: string): Promise<string>;
 }
 
 /**
@@ -22,26 +25,32 @@ export interface MediaStore {
 export function createMediaStore(storage: ObjectStorage, localDir: string | undefined): MediaStore {
   if (storage.driver === 'local' && localDir !== undefined) {
     const made = new Set<string>();
+    const place = async (contentSha256: string, write: (partial: string) => Promise<void>) => {
+      const path = mediaPath(contentSha256);
+      const file = join(localDir, path);
+      const dir = join(localDir, 'media', contentSha256.slice(0, 2));
+      if (!made.has(dir)) {
+        await mkdir(dir, { recursive: true });
+        made.add(dir);
+      }
+      // Same path ⇔ same bytes: rewriting an existing file changes nothing, so no existence check.
+      const partial = `${file}.part-${randomBytes(6).toString('hex')}`;
+      try {
+        await write(partial);
+        await rename(partial, file);
+      } catch (error) {
+        await rm(partial, { force: true });
+        throw error;
+      }
+      return path;
+    };
     return {
-      async put(contentSha256, bytes) {
-        const path = mediaPath(contentSha256);
-        const file = join(localDir, path);
-        const dir = join(localDir, 'media', contentSha256.slice(0, 2));
-        if (!made.has(dir)) {
-          await mkdir(dir, { recursive: true });
-          made.add(dir);
-        }
-        // Same path ⇔ same bytes: rewriting an existing file changes nothing, so no existence check.
-        const partial = `${file}.part-${randomBytes(6).toString('hex')}`;
-        try {
-          await writeFile(partial, bytes);
-          await rename(partial, file);
-        } catch (error) {
-          await rm(partial, { force: true });
-          throw error;
-        }
-        return path;
-      },
+      put: (contentSha256, bytes) => place(contentSha256, (partial) => writeFile(partial, bytes)),
+      // A rename when the download folder is on the same file system (it is under STORAGE_DIR).
+      putFile: (contentSha256, downloaded) => place(contentSha256, (partial) => rename(downloaded, partial).catch((error: { code?: string }) => {
+        if (error.code !== 'EXDEV') throw error;
+        return copyFile(downloaded, partial);
+      })),
     };
   }
   return {
@@ -49,6 +58,11 @@ export function createMediaStore(storage: ObjectStorage, localDir: string | unde
       const path = mediaPath(contentSha256);
       // An existing object of the right size is this content already: skip the upload.
       if ((await storage.stat(path))?.sizeBytes !== bytes.length) await storage.write(path, Readable.from([bytes]), bytes.length, contentType);
+      return path;
+    },
+    async putFile(contentSha256, file, sizeBytes, contentType) {
+      const path = mediaPath(contentSha256);
+      if ((await storage.stat(path))?.sizeBytes !== sizeBytes) await storage.write(path, createReadStream(file), sizeBytes, contentType);
       return path;
     },
   };

@@ -52,7 +52,7 @@ export interface MediaConfig {
   readonly timeoutMs: number;
   /** MEDIA_RETRIES: retries after the first attempt, for timeouts, network errors and 408/429/5xx. */
   readonly retries: number;
-  /** MEDIA_CONCURRENCY: downloads in flight per consumer process. */
+  /** MEDIA_CONCURRENCY: images in flight per consumer process (downloading, or being worked on). */
   readonly concurrency: number;
   /** MEDIA_ALLOWED_HOSTS: `host[:port]` entries the network guard lets through (an internal CDN). */
   readonly allowedHosts: readonly string[];
@@ -184,7 +184,7 @@ export function loadConfig(env: Env = process.env): Config {
       refreshAgeHours: int(env, 'MEDIA_REFRESH_AGE_HOURS', 24, 0, 24 * 365),
       timeoutMs: int(env, 'MEDIA_TIMEOUT_MS', 15_000, 1, 600_000),
       retries: int(env, 'MEDIA_RETRIES', 2, 0, 10),
-      concurrency: int(env, 'MEDIA_CONCURRENCY', 8, 1, 256),
+      concurrency: int(env, 'MEDIA_CONCURRENCY', 32, 1, 256),
       allowedHosts: Object.freeze((env.MEDIA_ALLOWED_HOSTS ?? '').split(',').map((h) => h.trim().toLowerCase()).filter((h) => h !== '')),
       hostConcurrency: int(env, 'MEDIA_HOST_CONCURRENCY', 4, 1, 256),
       renditions: renditions(env),

@@ -1,7 +1,11 @@
-// A fetch for ky over node:http(s): the network guard at connect time, no redirects followed, and a body read whole but never past a byte cap.
+// A fetch for ky over node:http(s): the network guard at connect time, no redirects followed, and a body written to a file (hashed on the way) but never past a byte cap.
+import { createHash, randomBytes } from 'node:crypto';
+import { createWriteStream } from 'node:fs';
+import { rm } from 'node:fs/promises';
 import http from 'node:http';
 import https from 'node:https';
 import type { IncomingMessage } from 'node:http';
+import { join } from 'node:path';
 import { assertHostAllowed, guardedLookup } from './network-guard.ts';
 
 /** The body is larger than the cap (by Content-Length, or while reading); never retried. */
@@ -21,12 +25,23 @@ export interface BoundedFetchOptions {
   readonly allowedHosts: ReadonlySet<string>;
   /** Sockets kept per origin between downloads. */
   readonly maxSocketsPerHost?: number;
+  /** Where bodies are written while they arrive; the caller moves or discards each file. */
+  readonly downloadDir: string;
+}
+
+/** A downloaded body: a file of `sizeBytes` bytes whose SHA-256 (hex) was taken while it arrived. */
+export interface DownloadedBody {
+  readonly path: string;
+  readonly sizeBytes: number;
+  readonly sha256: string;
+  /** Deletes the file, unless it was moved away. */
+  discard(): Promise<void>;
 }
 
 export interface BoundedFetch {
   (input: Request | URL | string, init?: RequestInit): Promise<Response>;
-  /** The bytes of a 2xx response this fetch made (its Response carries no body of its own). */
-  bodyOf(response: Response): Buffer;
+  /** The body of a 2xx response this fetch made (its Response carries no body of its own). */
+  bodyOf(response: Response): DownloadedBody | undefined;
   close(): void;
 }
 
@@ -45,7 +60,7 @@ export function createBoundedFetch(options: BoundedFetchOptions): BoundedFetch {
     guarded: { lookup: guardedLookup(options.allowPrivate), http: new http.Agent(agentOptions), https: new https.Agent(agentOptions) },
     open: { lookup: guardedLookup(true), http: new http.Agent(agentOptions), https: new https.Agent(agentOptions) },
   };
-  const bodies = new WeakMap<Response, Buffer>();
+  const bodies = new WeakMap<Response, DownloadedBody>();
 
   const boundedFetch = ((input: Request | URL | string, init?: RequestInit): Promise<Response> => {
     const request = input instanceof Request ? input : new Request(input, init);
@@ -89,40 +104,52 @@ export function createBoundedFetch(options: BoundedFetchOptions): BoundedFetch {
           reject(new TooLargeError(options.maxBytes));
           return res.destroy();
         }
-        // Preallocated when the size is announced: one buffer, no concatenation.
-        let body = Number.isFinite(declared) && declared >= 0 ? Buffer.allocUnsafe(declared) : undefined;
-        const chunks: Buffer[] = [];
+        // To a file, not memory: a 20 MB image costs a process no more than a small one.
+        const path = join(options.downloadDir, `download-${randomBytes(8).toString('hex')}`);
+        const file = createWriteStream(path);
+        const discard = () => rm(path, { force: true });
+        const digest = createHash('sha256');
         let received = 0;
+        let failed = false;
+        const fail = (error: Error, network: boolean) => {
+          if (failed) return;
+          failed = true;
+          res.destroy();
+          file.destroy();
+          void discard();
+          if (network) networkError(error);
+          else reject(error);
+        };
         res.on('data', (chunk: Buffer) => {
           received += chunk.length;
-          if (received > options.maxBytes) {
-            // Rejected before the destroy: its 'close' must not turn this into a retryable network error.
-            reject(new TooLargeError(options.maxBytes));
-            return res.destroy();
+          // Rejected before the destroy: its 'close' must not turn this into a retryable network error.
+          if (received > options.maxBytes) return fail(new TooLargeError(options.maxBytes), false);
+          digest.update(chunk);
+          if (!file.write(chunk)) {
+            res.pause();
+            file.once('drain', () => res.resume());
           }
-          if (body && received <= body.length) chunk.copy(body, received - chunk.length);
-          else chunks.push(chunk);
         });
-        res.on('error', networkError);
+        res.on('error', (error) => fail(error, true));
+        file.on('error', (error) => fail(error, false));
         // A connection cut mid-body: 'close' without a complete message (settles nothing if 'end' already did).
         res.on('close', () => {
-          if (!res.complete) networkError(new Error('connection closed before the end of the body'));
+          if (!res.complete) fail(new Error('connection closed before the end of the body'), true);
         });
         res.on('end', () => {
-          if (!res.complete) return;
-          if (!body || received !== body.length || chunks.length > 0) {
-            body = body ? Buffer.concat([body.subarray(0, Math.min(received, body.length)), ...chunks]) : Buffer.concat(chunks, received);
-          }
-          // The bytes stay beside the Response (bodyOf): a Response body would copy them once more.
-          const response = new Response(null, { status, headers: responseHeaders });
-          bodies.set(response, body);
-          resolve(response);
+          if (!res.complete || failed) return;
+          file.end(() => {
+            if (failed) return;
+            const response = new Response(null, { status, headers: responseHeaders });
+            bodies.set(response, { path, sizeBytes: received, sha256: digest.digest('hex'), discard });
+            resolve(response);
+          });
         });
       }
     });
   }) as BoundedFetch;
 
-  boundedFetch.bodyOf = (response) => bodies.get(response) ?? Buffer.alloc(0);
+  boundedFetch.bodyOf = (response) => bodies.get(response);
   boundedFetch.close = () => {
     for (const pool of [pools.guarded, pools.open]) {
       pool.http.destroy();

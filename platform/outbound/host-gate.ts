@@ -1,7 +1,11 @@
 // Polite downloading: at most N requests in flight in all, at most M to one host, and a host that asked for a pause (Retry-After) waited for.
 export interface HostGate {
-  /** Runs `work` once its host has a free slot and is not paused, then once a slot of the total is free. */
-  run<T>(host: string, work: () => Promise<T>): Promise<T>;
+  /**
+   * Runs `work` once its host has a free slot and is not paused, then once a slot of the total is
+   * free. `work` may give its host slot back early (`doneWithHost`: its requests are over) and go
+   * on with its slot of the total.
+   */
+  run<T>(host: string, work: (doneWithHost: () => void) => Promise<T>): Promise<T>;
   /** The host asked to be left alone for `ms` (429 or 503 with Retry-After): its next requests wait. */
   pause(host: string, ms: number): void;
 }
@@ -52,18 +56,24 @@ export function createHostGate(options: { total: number; perHost: number }): Hos
       const state = stateOf(host);
       state.users += 1;
       await enterHost(state);
+      let left = false;
+      const doneWithHost = () => {
+        if (left) return;
+        left = true;
+        leaveHost(host, state);
+      };
       try {
         if (active >= options.total) await new Promise<void>((resolve) => waiting.push(resolve));
         else active += 1;
         try {
-          return await work();
+          return await work(doneWithHost);
         } finally {
           const next = waiting.shift();
           if (next) next();
           else active -= 1;
         }
       } finally {
-        leaveHost(host, state);
+        doneWithHost();
       }
     },
     pause(host, ms) {

@@ -2,6 +2,7 @@
 import ky, { HTTPError, TimeoutError } from 'ky';
 import type { KyInstance } from 'ky';
 import { createBoundedFetch, TooLargeError } from './bounded-fetch.ts';
+import type { DownloadedBody } from './bounded-fetch.ts';
 import { RefusedAddressError } from './network-guard.ts';
 
 /** Why a fetch gave up, after ky's retries for the transient kinds (timeout, network, 408/429/5xx). */
@@ -30,6 +31,8 @@ export interface ImageFetcherOptions {
   readonly allowPrivate: boolean;
   readonly allowedHosts?: readonly string[];
   readonly concurrencyPerHost?: number;
+  /** Where bodies are written as they arrive (see DownloadedBody). */
+  readonly downloadDir: string;
   /** Told when a host answers 429 or 503 with Retry-After (in ms), so its other downloads wait too. */
   readonly onRetryAfter?: (host: string, ms: number) => void;
 }
@@ -45,10 +48,10 @@ export function retryAfterMs(header: string | null, now = Date.now()): number | 
 
 export type FetchResult =
   | { readonly status: 'not_modified'; readonly etag: string | null; readonly attempts: number }
-  | { readonly status: 'ok'; readonly etag: string | null; readonly contentType: string | null; readonly body: Buffer; readonly attempts: number };
+  | { readonly status: 'ok'; readonly etag: string | null; readonly contentType: string | null; readonly body: DownloadedBody | undefined; readonly attempts: number };
 
 export interface ImageFetcher {
-  /** GET; with `ifNoneMatch` a 304 answer is `not_modified`. The body is empty for HEAD. */
+  /** GET; with `ifNoneMatch` a 304 answer is `not_modified`. The body is a file the caller discards (none for HEAD). */
   fetch(url: string, options?: { method?: 'GET' | 'HEAD'; ifNoneMatch?: string | null }): Promise<FetchResult>;
   close(): void;
 }
@@ -81,6 +84,7 @@ export function createImageFetcher(options: ImageFetcherOptions): ImageFetcher {
     allowPrivate: options.allowPrivate,
     allowedHosts: new Set(options.allowedHosts ?? []),
     ...(options.concurrencyPerHost ? { maxSocketsPerHost: options.concurrencyPerHost } : {}),
+    downloadDir: options.downloadDir,
   });
   const client: KyInstance = ky.create({
     fetch: boundedFetch,
@@ -138,7 +142,7 @@ export function createImageFetcher(options: ImageFetcherOptions): ImageFetcher {
       if (response.status < 200 || response.status >= 300) {
         throw new FetchFailure('http_status', `HTTP ${response.status} from ${current.host}`, attempts, response.status);
       }
-      const body = method === 'HEAD' ? Buffer.alloc(0) : boundedFetch.bodyOf(response);
+      const body = method === 'HEAD' ? undefined : boundedFetch.bodyOf(response);
       return { status: 'ok', etag: response.headers.get('etag'), contentType: response.headers.get('content-type'), body, attempts };
     }
   }

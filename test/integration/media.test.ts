@@ -1,7 +1,7 @@
 // Media ingestion end to end against a real local origin: deduplication, detection, refresh with ETags, failures and their events.
 import assert from 'node:assert/strict';
 import { hash } from 'node:crypto';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
@@ -286,6 +286,8 @@ test('failures end as failed assets with media.ingestion_failed and a reason', a
     assertMediaEvent(events[0]);
     assert.deepEqual(events[0].data.externalIds, ['BAD']);
   }
+  // Bodies are written to files as they arrive: none is left behind by a refused or broken one.
+  assert.deepEqual(readdirSync(join(storageDir, '.incoming')), []);
 });
 
 test('media events reach catalog.events.v1 keyed by their catalog and sourceUrlHash', async () => {
