@@ -152,6 +152,13 @@ test('s3: a stored image and its renditions load at presigned GET addresses, no 
   const tampered = new URL(url);
   tampered.searchParams.set('X-Amz-Signature', '0'.repeat(64));
   assert.equal((await fetch(tampered)).status, 403);
+  // The same bytes under another URL: another asset, the same stored object.
+  origin.serve('/s3-copy.png', { body: png, etag: '"copy"' });
+  expectData(await api.upsertItem({ externalSystem: 'erp', externalId: 'S3-COPY', name: 'S3 copy', media: [{ url: origin.at('/s3-copy.png') }] }, clientOptions(service.url, tenant.key)), 201);
+  const copy = (await settledItem(service.url, tenant.key, 'S3-COPY')).media[0]!;
+  assert.notEqual(copy.assetId, media.assetId);
+  assert.equal(copy.contentSha256, media.contentSha256);
+  assert.equal(new URL(copy.storedUrl!).pathname, url.pathname, 'one object in the bucket');
   const local = await fetch(`${service.url}/storage/v1/download/${encodeURIComponent(`media/${media.contentSha256!.slice(0, 2)}/${media.contentSha256}`)}?expires=1&type=image%2Fpng&signature=${'0'.repeat(64)}`);
   assert.equal(local.status, 501);
 });
