@@ -1,6 +1,5 @@
 // A consumers process killed (SIGKILL) in the middle of a download loses no image: its job's lease lapses and another process ingests it.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import type { ServerResponse } from 'node:http';
@@ -14,7 +13,8 @@ import { sqlClient } from '../helpers/database.ts';
 import { makeImage, startImageOrigin } from '../helpers/image-origin.ts';
 import type { ImageOrigin } from '../helpers/image-origin.ts';
 import { SETTLE_MS, mediaEvents, settledItem } from '../helpers/media.ts';
-import { startTestService, testEnv } from '../helpers/service.ts';
+import { startConsumersProcess } from '../helpers/consumers-process.ts';
+import { startTestService } from '../helpers/service.ts';
 import type { Tenant, TestService } from '../helpers/service.ts';
 
 const FILE = import.meta.filename;
@@ -26,28 +26,7 @@ let tenant: Tenant;
 let sql: Awaited<ReturnType<typeof sqlClient>>;
 const children = new Set<ChildProcess>();
 
-/** `catalog serve --role consumers` in a process of its own; resolves once its log says it runs. */
-async function startConsumers(name: string): Promise<ChildProcess> {
-  const env = testEnv(FILE, service.databaseUrl, { ...WORKER_ENV, LOG_LEVEL: 'info' });
-  const child = spawn(process.execPath, ['cli/main.ts', 'serve', '--role', 'consumers'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-  children.add(child);
-  child.on('exit', () => children.delete(child));
-  let output = '';
-  await new Promise<void>((started, fail) => {
-    const timer = setTimeout(() => fail(new Error(`${name} did not start:\n${output.slice(-3000)}`)), 120_000);
-    const read = (chunk: Buffer) => {
-      output += chunk.toString();
-      if (output.includes('catalog consumers running')) {
-        clearTimeout(timer);
-        started();
-      }
-    };
-    child.stdout!.on('data', read);
-    child.stderr!.on('data', read);
-    child.once('exit', (code) => fail(new Error(`${name} exited with ${code}:\n${output.slice(-3000)}`)));
-  });
-  return child;
-}
+const startConsumers = (name: string) => startConsumersProcess({ file: FILE, databaseUrl: service.databaseUrl, env: WORKER_ENV, name, children });
 
 before(async () => {
   origin = await startImageOrigin();

@@ -1,6 +1,5 @@
 // A consumers process killed (SIGKILL) while a receiver holds its request open loses no delivery: another process completes it.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { after, before, test } from 'node:test';
 import * as client from '../../generated/client.ts';
@@ -8,7 +7,8 @@ import { domainEvent, eventRow, writeOutbox } from '../../domain/events/outbox.t
 import { LOST_ATTEMPT } from '../../domain/webhooks/delivery-store.ts';
 import { clientOptions } from '../helpers/client.ts';
 import { sqlClient } from '../helpers/database.ts';
-import { startTestService, testEnv } from '../helpers/service.ts';
+import { startConsumersProcess } from '../helpers/consumers-process.ts';
+import { startTestService } from '../helpers/service.ts';
 import type { Tenant, TestService } from '../helpers/service.ts';
 import { startReceiver } from '../helpers/webhook-receiver.ts';
 import type { Receiver } from '../helpers/webhook-receiver.ts';
@@ -27,29 +27,8 @@ const WORKER_ENV = {
   WEBHOOK_TIMEOUT_MS: String(TIMEOUT_MS),
 };
 
-/** `catalog serve --role consumers` in a process of its own; resolves once its log says `ready`. */
-async function startConsumers(name: string, ready = 'catalog consumers running'): Promise<ChildProcess> {
-  const env = testEnv(FILE, service.databaseUrl, { ...WORKER_ENV, LOG_LEVEL: 'info' });
-  const child = spawn(process.execPath, ['cli/main.ts', 'serve', '--role', 'consumers'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-  children.add(child);
-  child.on('exit', () => children.delete(child));
-  let output = '';
-  await new Promise<void>((started, fail) => {
-    const timer = setTimeout(() => fail(new Error(`${name} did not start:\n${output.slice(-3000)}`)), 60_000);
-    const read = (chunk: Buffer) => {
-      output += chunk.toString();
-      if (process.env.DEBUG_CHILD) process.stderr.write(`[${name}] ${chunk.toString()}`);
-      if (output.includes(ready)) {
-        clearTimeout(timer);
-        started();
-      }
-    };
-    child.stdout!.on('data', read);
-    child.stderr!.on('data', read);
-    child.once('exit', (code) => fail(new Error(`${name} exited with ${code}:\n${output.slice(-3000)}`)));
-  });
-  return child;
-}
+const startConsumers = (name: string, ready?: string) =>
+  startConsumersProcess({ file: FILE, databaseUrl: service.databaseUrl, env: WORKER_ENV, name, children, ...(ready ? { ready } : {}) });
 
 const exited = (child: ChildProcess) => new Promise<number | null>((done) => {
   if (child.exitCode !== null || child.signalCode !== null) done(child.exitCode);
