@@ -73,7 +73,7 @@ export async function insertDeliveries(db: Db, batch: NewDeliveries): Promise<{ 
                  AND (w.events @> ARRAY['*'] OR w.events @> ARRAY[e.event_type])),
      created AS (
        INSERT INTO webhook_deliveries (id, webhook_id, catalog_id, event_id, event_type, payload, status, attempt_count, lease_token, next_attempt_at)
-       SELECT gen_random_uuid(), m.webhook_id, m.catalog_id, m.event_id, m.event_type, ($5::text[])[m.ord::int], 'pending',
+       SELECT catalog_uuid_v7(), m.webhook_id, m.catalog_id, m.event_id, m.event_type, ($5::text[])[m.ord::int], 'pending',
               CASE WHEN m.leased THEN 1 ELSE 0 END,
               CASE WHEN m.leased THEN $7::uuid END,
               now() + CASE WHEN m.leased THEN $8::int ELSE $9::int END * interval '1 millisecond'
@@ -289,7 +289,7 @@ export async function insertDelivery(
 ): Promise<string> {
   const [row] = await query<{ id: string }>(db, `WITH created AS (
        INSERT INTO webhook_deliveries (id, webhook_id, catalog_id, event_id, event_type, payload, status, attempt_count, next_attempt_at)
-       VALUES (gen_random_uuid(), $1, $2, $3, $4, $5, 'pending', 0, now() + $6 * interval '1 millisecond') RETURNING id)
+       VALUES (catalog_uuid_v7(), $1, $2, $3, $4, $5, 'pending', 0, now() + $6 * interval '1 millisecond') RETURNING id)
      SELECT created.id, pg_notify($7, '') FROM created`,
   [delivery.webhookId, delivery.catalogId, delivery.eventId, delivery.eventType, delivery.payload, delivery.delayMs, DELIVERY_CHANNEL]);
   return row!.id;

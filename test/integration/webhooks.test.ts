@@ -203,10 +203,14 @@ describe('delivery', () => {
       const db = service.service.orm.em.fork();
       assert.equal((await createDeliveries(db, events, options)).created, 1);
       assert.equal((await createDeliveries(db, [fanOutEvent(carol, 'C-3')], options)).created, 0);
-      const { rows } = await pool.query<{ webhook_id: string; catalog_id: string; event_id: string; payload: string }>(
-        'SELECT webhook_id, catalog_id, event_id, payload FROM webhook_deliveries WHERE catalog_id = ANY($1::uuid[]) AND event_type = $2',
+      const { rows } = await pool.query<{ id: string; webhook_id: string; catalog_id: string; event_id: string; payload: string }>(
+        'SELECT id, webhook_id, catalog_id, event_id, payload FROM webhook_deliveries WHERE catalog_id = ANY($1::uuid[]) AND event_type = $2',
         [[carol.catalogId, dave.catalogId], 'item.deleted']);
-      assert.deepEqual(rows, [{ webhook_id: hook.id, catalog_id: dave.catalogId, event_id: events[1]!.id, payload: events[1]!.payload }]);
+      const [{ id, ...row }] = rows as [(typeof rows)[number]];
+      assert.deepEqual([row], [{ webhook_id: hook.id, catalog_id: dave.catalogId, event_id: events[1]!.id, payload: events[1]!.payload }]);
+      // A UUIDv7 like every id of the service, its time within the test's.
+      assert.match(id, /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+      assert.ok(Math.abs(parseInt(id.replaceAll('-', '').slice(0, 12), 16) - Date.now()) < 10 * 60_000, id);
     } finally {
       await pool.end();
     }
@@ -267,6 +271,7 @@ describe('delivery', () => {
     const queued = await client.testWebhook(hook.id, api(alice));
     assert.equal(queued.status, 202);
     if (queued.status !== 202) return;
+    assert.match(queued.data.data.deliveryId, /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/, 'a UUIDv7');
     const [receipt] = on('/ping')(await receiver.waitFor('the test event', (r) => on('/ping')(r).length > 0));
     assert.equal(receipt?.event.type, 'webhook.test');
     assert.equal(receipt?.event.id, queued.data.data.eventId);

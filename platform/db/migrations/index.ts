@@ -11,6 +11,7 @@ import { EventLog } from './0009-event-log.ts';
 import { ItemChangelog } from './0010-item-changelog.ts';
 import { BatchedOutbox } from './0011-batched-outbox.ts';
 import { MediaRenditions } from './0012-media-renditions.ts';
+import { DeliveryIds } from './0013-delivery-ids.ts';
 
 export const migrations: MigrationObject[] = [
   { name: '0001-initial-schema', class: InitialSchema },
@@ -24,4 +25,5 @@ export const migrations: MigrationObject[] = [
   { name: '0010-item-changelog', class: ItemChangelog },
   { name: '0011-batched-outbox', class: BatchedOutbox },
   { name: '0012-media-renditions', class: MediaRenditions },
+  { name: '0013-delivery-ids', class: DeliveryIds },
 ];
