@@ -15,11 +15,19 @@ function required(values: Record<string, unknown>, name: string): string {
   return value;
 }
 
+const ACTIONS = { catalogs: ['create'], keys: ['create', 'list', 'revoke'] } as const;
+
 export async function runAccessCommand(config: Config, group: 'catalogs' | 'keys', args: string[]): Promise<number> {
   const [action, ...rest] = args;
+  const actions: readonly string[] = ACTIONS[group];
+  if (action === undefined || !actions.includes(action)) {
+    throw new UsageError(`${action === undefined ? `${group} needs` : `"${group} ${action}" is not a command; ${group} takes`} one of: `
+      + `${actions.join(', ')}. Scopes: ${SCOPES.join(', ')}. Tiers: ${TIERS.join(', ')}.`, group);
+  }
   // Logs go to stderr so stdout carries only the command's own output.
   const logger = createLogger(config.logLevel === 'info' ? 'warn' : config.logLevel, 2);
-  const orm = await openDatabase({ databaseUrl: config.databaseUrl, logger, poolSize: 2 });
+  // The service's database, never a new empty one: keys made there would be refused by the service.
+  const orm = await openDatabase({ databaseUrl: config.databaseUrl, logger, poolSize: 2, create: false });
   const em = orm.em.fork();
   try {
     if (group === 'catalogs' && action === 'create') {
@@ -69,7 +77,7 @@ export async function runAccessCommand(config: Config, group: 'catalogs' | 'keys
       out(`Revoked key ${key.id} (${key.keyPrefix}…) at ${key.revokedAt!.toISOString()}.`);
       return 0;
     }
-    throw new UsageError(`unknown command "${group} ${action ?? ''}". Scopes: ${SCOPES.join(', ')}. Tiers: ${TIERS.join(', ')}.`);
+    throw new UsageError(`"${group} ${action}" is not a command`, group);
   } finally {
     await orm.close();
   }

@@ -3,32 +3,63 @@ import { parseArgs } from 'node:util';
 import { ProductError } from '../platform/errors.ts';
 import { ConfigError, loadConfig } from '../platform/config/config.ts';
 import { runAccessCommand } from './access.ts';
+import { runDoctor } from './doctor.ts';
 import { runImportCommand } from './import.ts';
 import { runMigrate, runServe } from './serve.ts';
 import { UsageError } from './usage-error.ts';
 
-const USAGE = `Usage: catalog <command> [options]
-
-Commands:
-  serve [--role api|consumers|all]        start the service (default role: all, or ROLE)
-  migrate                                 create the database if missing and apply migrations
-  catalogs create --name NAME --owner-email EMAIL
+// Each command's lines of the usage text; `catalog <command> --help` prints its own.
+const COMMANDS: Record<string, string> = {
+  serve: `  serve [--role api|consumers|all]        start the service (default role: all, or ROLE)
+`,
+  migrate: `  migrate                                 create the database if missing and apply migrations
+`,
+  catalogs: `  catalogs create --name NAME --owner-email EMAIL
                                           create a catalog; prints its id on the last line
-  keys create --catalog NAME_OR_ID --scopes a,b --tier free|pro|enterprise [--rate-limit N]
+`,
+  keys: `  keys create --catalog NAME_OR_ID --scopes a,b --tier free|pro|enterprise [--rate-limit N]
                                           issue an API key; prints the key alone on the last line
                                           (--rate-limit: requests per minute instead of the tier's)
   keys list --catalog NAME_OR_ID          list a catalog's keys (never the keys themselves)
   keys revoke KEY_ID                      revoke a key at once
-  import FILE.jsonl [--wait] [--errors OUT.jsonl]
+`,
+  import: `  import FILE.jsonl [--wait] [--errors OUT.jsonl]
                                           bulk-import a JSONL file through the API (CATALOG_API_URL,
                                           CATALOG_API_KEY); files over 100 MB become several jobs
+`,
+  doctor: `  doctor                                  check the configuration, the database, the broker and the
+                                          storage this environment names, and say what is wrong
+`,
+};
+
+const USAGE = `Usage: catalog <command> [options]
+
+Commands:
+${Object.values(COMMANDS).join('')}
+  --help (after any command: its own), --version
 `;
+
+const commandUsage = (command: string) => `Usage: catalog ${command} [options]\n\n${COMMANDS[command]}`;
+
+/** The version of the package this CLI belongs to. */
+async function version(): Promise<string> {
+  const { default: pkg } = await import('../package.json', { with: { type: 'json' } });
+  return pkg.version;
+}
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
   if (command === undefined || command === 'help' || command === '--help' || command === '-h') {
     process.stdout.write(USAGE);
     return command === undefined ? 2 : 0;
+  }
+  if (command === '--version' || command === '-V') {
+    process.stdout.write(`catalog ${await version()}\n`);
+    return 0;
+  }
+  if (command in COMMANDS && (rest.includes('--help') || rest.includes('-h'))) {
+    process.stdout.write(commandUsage(command));
+    return 0;
   }
   switch (command) {
     case 'serve': {
@@ -45,6 +76,9 @@ async function main(argv: string[]): Promise<number> {
     case 'import':
       // A client of the API: needs CATALOG_API_URL and CATALOG_API_KEY, not the service's configuration.
       return runImportCommand(rest);
+    case 'doctor':
+      parseArgs({ args: rest, options: {}, strict: true });
+      return runDoctor();
     default:
       throw new UsageError(`unknown command "${command}"`);
   }
@@ -54,7 +88,8 @@ try {
   process.exitCode = await main(process.argv.slice(2));
 } catch (error) {
   if (error instanceof UsageError || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
-    process.stderr.write(`catalog: ${(error as Error).message}\n\n${USAGE}`);
+    const own = error instanceof UsageError && error.command !== undefined ? error.command : process.argv[2];
+    process.stderr.write(`catalog: ${(error as Error).message}\n\n${own !== undefined && own in COMMANDS ? commandUsage(own) : USAGE}`);
     process.exitCode = 2;
   } else if (error instanceof ProductError) {
     const details = error.details?.map((d) => `\n  ${d.path}: ${d.message}`).join('') ?? '';

@@ -1,6 +1,7 @@
 // Opens the database: creates it if missing, applies pending migrations, hands out the ORM.
 import { MikroORM } from '@mikro-orm/postgresql';
 import { Migrator } from '@mikro-orm/migrations';
+import { ConfigError } from '../config/config.ts';
 import type { Logger } from '../log/logger.ts';
 import { entities } from './entities/index.ts';
 import { migrations } from './migrations/index.ts';
@@ -12,8 +13,12 @@ export type Orm = MikroORM;
 // Any fixed number: every instance takes the same advisory lock while migrating.
 const MIGRATION_LOCK = 7_214_001;
 
-/** Creates the database named in the URL when it does not exist yet. */
-export async function ensureDatabase(databaseUrl: string, logger: Logger): Promise<void> {
+/**
+ * Creates the database named in the URL when it does not exist yet; with `create: false` (the
+ * operator's commands, which must act on the service's database, not a new empty one) that is a
+ * ConfigError naming the database and where it was looked for.
+ */
+export async function ensureDatabase(databaseUrl: string, logger: Logger, create = true): Promise<void> {
   const url = new URL(databaseUrl);
   const name = decodeURIComponent(url.pathname.replace(/^\//, ''));
   if (name === '') throw new Error('DATABASE_URL must name a database');
@@ -22,6 +27,11 @@ export async function ensureDatabase(databaseUrl: string, logger: Logger): Promi
     return;
   } catch (error) {
     if ((error as { code?: string }).code !== '3D000') throw error; // 3D000: database does not exist
+  }
+  if (!create) {
+    url.password = url.password === '' ? '' : '***';
+    throw new ConfigError(`the database "${name}" does not exist on ${url.host} (DATABASE_URL ${url}). The service creates `
+      + 'it when it first starts: run this with the DATABASE_URL the service uses, or start the service once.');
   }
   url.pathname = '/postgres';
   const admin = await openSession(url.toString(), logger, 'database creation');
@@ -40,11 +50,13 @@ export interface OpenDatabaseOptions {
   logger: Logger;
   /** Apply pending migrations (the default); `false` only for tools that must not change the schema. */
   migrate?: boolean;
+  /** Create the database when it is missing (the default); `false` makes that an error. */
+  create?: boolean;
   poolSize?: number;
 }
 
 export async function openDatabase(options: OpenDatabaseOptions): Promise<Orm> {
-  await ensureDatabase(options.databaseUrl, options.logger);
+  await ensureDatabase(options.databaseUrl, options.logger, options.create ?? true);
   const orm = await MikroORM.init({
     clientUrl: options.databaseUrl,
     entities,

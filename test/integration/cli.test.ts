@@ -2,7 +2,9 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { after, before, test } from 'node:test';
+import { readFileSync } from 'node:fs';
 import { promisify } from 'node:util';
+import { freePort } from '../../scripts/free-port.ts';
 import { checkedFetch } from '../helpers/contract-check.ts';
 import { sqlClient } from '../helpers/database.ts';
 import { startTestService, testEnv } from '../helpers/service.ts';
@@ -13,9 +15,13 @@ const run = promisify(execFile);
 let service: TestService;
 
 async function catalog(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return catalogWith({}, ...args);
+}
+
+async function catalogWith(env: Record<string, string>, ...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
     const { stdout, stderr } = await run(process.execPath, ['cli/main.ts', ...args], {
-      env: testEnv(FILE, service.databaseUrl) as NodeJS.ProcessEnv,
+      env: { ...testEnv(FILE, service.databaseUrl), ...env } as NodeJS.ProcessEnv,
     });
     return { code: 0, stdout, stderr };
   } catch (error) {
@@ -126,4 +132,53 @@ test('bad invocations explain themselves and exit non-zero', async () => {
   const unknown = await catalog('frobnicate');
   assert.equal(unknown.code, 2);
   assert.match(unknown.stderr, /Usage: catalog/);
+});
+
+test('--version, --help on every command, and a command group without its subcommand shows that group only', async () => {
+  const version = await catalog('--version');
+  assert.deepEqual([version.code, version.stdout], [0, `catalog ${JSON.parse(readFileSync('package.json', 'utf8')).version}\n`]);
+  for (const command of ['serve', 'migrate', 'catalogs', 'keys', 'import', 'doctor']) {
+    const help = await catalog(command, '--help');
+    assert.equal(help.code, 0, `${command} --help: ${help.stderr}`);
+    assert.match(help.stdout, new RegExp(`^Usage: catalog ${command} `));
+    assert.match(help.stdout, new RegExp(`\\n  ${command}\\b`));
+  }
+  assert.equal((await catalog('keys', 'create', '--help')).code, 0);
+  const bare = await catalog('keys');
+  assert.equal(bare.code, 2);
+  assert.match(bare.stderr, /^catalog: keys needs one of: create, list, revoke\./);
+  assert.match(bare.stderr, /Usage: catalog keys/);
+  assert.doesNotMatch(bare.stderr, /catalogs create|import FILE/, 'only the keys commands');
+  const wrong = await catalog('keys', 'make');
+  assert.equal(wrong.code, 2);
+  assert.match(wrong.stderr, /"keys make" is not a command; keys takes one of: create, list, revoke/);
+});
+
+test('the operator commands refuse a DATABASE_URL whose database does not exist, instead of making an empty one', async () => {
+  const url = new URL(service.databaseUrl);
+  url.pathname = `/${url.pathname.slice(1)}_missing`;
+  const result = await catalogWith({ DATABASE_URL: url.toString() }, 'keys', 'list', '--catalog', 'x');
+  assert.equal(result.code, 1);
+  assert.match(result.stderr, /the database ".*_missing" does not exist .* run this with the DATABASE_URL the service uses/);
+  const sql = await sqlClient(service.databaseUrl);
+  try {
+    const { rows } = await sql.query('SELECT 1 FROM pg_database WHERE datname = $1', [url.pathname.slice(1)]);
+    assert.equal(rows.length, 0, 'no database was created');
+  } finally {
+    await sql.end();
+  }
+});
+
+test('doctor: every check ok here; a broker that does not answer is a FAIL line naming it, exit 1', async () => {
+  const healthy = await catalog('doctor');
+  assert.equal(healthy.code, 0, healthy.stdout + healthy.stderr);
+  for (const what of ['configuration', 'database', 'broker', 'storage']) assert.match(healthy.stdout, new RegExp(`^ok +${what} `, 'm'));
+  assert.match(healthy.stdout, /none pending/);
+  const port = await freePort();
+  const down = await catalogWith({ KAFKA_BROKERS: `127.0.0.1:${port}` }, 'doctor');
+  assert.equal(down.code, 1);
+  assert.match(down.stdout, new RegExp(`^FAIL +broker +127\\.0\\.0\\.1:${port} does not answer`, 'm'));
+  const badConfig = await catalogWith({ MEDIA_RENDITIONS: 'thumb' }, 'doctor');
+  assert.equal(badConfig.code, 1);
+  assert.match(badConfig.stdout, /^FAIL +configuration +MEDIA_RENDITIONS must be/m);
 });

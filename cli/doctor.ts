@@ -1,0 +1,94 @@
+// `catalog doctor`: checks what this environment names (configuration, database, broker, storage) and says what is wrong, and how to fix it, in plain words.
+import { access, constants } from 'node:fs/promises';
+import { dirname } from 'node:path';
+import { loadConfig } from '../platform/config/config.ts';
+import type { Config } from '../platform/config/config.ts';
+import { openSession } from '../platform/db/connections.ts';
+import { migrations } from '../platform/db/migrations/index.ts';
+import { brokersAnswer } from '../platform/kafka/probe.ts';
+import { createLogger } from '../platform/log/logger.ts';
+import { createStorage } from '../platform/storage/create-storage.ts';
+
+// The local broker the service starts when KAFKA_BROKERS is not set (DESIGN §2).
+const LOCAL_BROKER = '127.0.0.1:9092';
+const PROBE_TIMEOUT_MS = 5000;
+
+type Check = { readonly ok: boolean; readonly what: string; readonly said: string };
+
+const redacted = (databaseUrl: string) => {
+  const url = new URL(databaseUrl);
+  if (url.password !== '') url.password = '***';
+  return url.toString();
+};
+
+async function database(config: Config): Promise<Check> {
+  const where = redacted(config.databaseUrl);
+  const logger = createLogger('silent');
+  let session;
+  try {
+    session = await openSession(config.databaseUrl, logger, 'doctor');
+  } catch (error) {
+    const code = (error as { code?: string }).code;
+    if (code === '3D000') return { ok: true, what: 'database', said: `${where} does not exist yet: the service creates it when it first starts` };
+    return { ok: false, what: 'database', said: `${where} cannot be reached (${(error as Error).message}): is PostgreSQL running there, and is DATABASE_URL right?` };
+  }
+  try {
+    const [row] = await session.query<{ applied: string[] | null }>(
+      `SELECT CASE WHEN to_regclass('mikro_orm_migrations') IS NULL THEN NULL ELSE (SELECT array_agg(name) FROM mikro_orm_migrations) END AS applied`);
+    const applied = new Set(row?.applied ?? []);
+    const pending = migrations.filter((m) => !applied.has(m.name)).length;
+    return { ok: true, what: 'database', said: `${where}: ${applied.size} migrations applied, ${pending === 0 ? 'none' : pending} pending${pending > 0 ? ' (the service applies them when it starts, or `catalog migrate`)' : ''}` };
+  } finally {
+    await session.close();
+  }
+}
+
+async function broker(config: Config): Promise<Check> {
+  const brokers = config.kafkaBrokers ?? [LOCAL_BROKER];
+  if (await brokersAnswer(brokers, PROBE_TIMEOUT_MS)) return { ok: true, what: 'broker', said: `${brokers.join(',')} answers` };
+  return {
+    ok: config.kafkaBrokers === undefined, what: 'broker',
+    said: config.kafkaBrokers === undefined
+      ? `nothing answers on ${LOCAL_BROKER}: \`npm start\` starts the local broker (or \`npm run kafka -- start\`), or set KAFKA_BROKERS`
+      : `${brokers.join(',')} does not answer within ${PROBE_TIMEOUT_MS / 1000} s: is the broker running there, and is KAFKA_BROKERS right?`,
+  };
+}
+
+async function storage(config: Config): Promise<Check> {
+  if (config.storageDriver === 'local') {
+    // The folder may not exist yet (the service makes it); its nearest existing parent must be writable.
+    let dir = config.storageDir;
+    for (;;) {
+      try {
+        await access(dir, constants.W_OK);
+        return { ok: true, what: 'storage', said: `local, ${config.storageDir}${dir === config.storageDir ? '' : ' (made at the first upload)'}` };
+      } catch (error) {
+        if ((error as { code?: string }).code !== 'ENOENT' || dirname(dir) === dir) {
+          return { ok: false, what: 'storage', said: `local, ${config.storageDir}: ${dir} is not writable by this user (set STORAGE_DIR to a folder it can write)` };
+        }
+        dir = dirname(dir);
+      }
+    }
+  }
+  try {
+    await createStorage(config).stat('doctor/probe');
+    return { ok: true, what: 'storage', said: `s3, bucket ${config.s3.bucket}${config.s3.endpoint ? ` at ${config.s3.endpoint}` : ''} answers` };
+  } catch (error) {
+    return { ok: false, what: 'storage', said: `s3, bucket ${config.s3.bucket}: ${(error as Error).name}: ${(error as Error).message} (check S3_ENDPOINT, S3_REGION and the credentials)` };
+  }
+}
+
+export async function runDoctor(): Promise<number> {
+  let config: Config;
+  const print = (check: Check) => process.stdout.write(`${check.ok ? 'ok  ' : 'FAIL'}  ${check.what.padEnd(13)} ${check.said}\n`);
+  try {
+    config = loadConfig();
+  } catch (error) {
+    print({ ok: false, what: 'configuration', said: (error as Error).message });
+    return 1;
+  }
+  print({ ok: true, what: 'configuration', said: `role ${config.role}, listening on ${config.host}:${config.port}, storage ${config.storageDriver}` });
+  const checks = await Promise.all([database(config), broker(config), storage(config)]);
+  checks.forEach(print);
+  return checks.every((check) => check.ok) ? 0 : 1;
+}
