@@ -28,17 +28,36 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 class ApiFailure extends Error {}
 
+// A service that refuses connections or has no such host is not coming back in a minute: after
+// this many tries the command stops and says where it looked.
+const CONNECT_ATTEMPTS = 3;
+
+/** Why a request got no answer, in words: the cause's code (connection refused, host not found…). */
+function noAnswer(error: unknown): { said: string; unreachable: boolean } {
+  const chain: unknown[] = [];
+  for (let e = error; e instanceof Error && chain.length < 5; e = e.cause) chain.push(e);
+  const code = chain.map((e) => (e as { code?: string }).code).find((c) => typeof c === 'string');
+  const said = code === 'ECONNREFUSED' ? 'connection refused' : code === 'ENOTFOUND' || code === 'EAI_AGAIN' ? 'host not found' : code ?? (error as Error).message;
+  return { said, unreachable: code === 'ECONNREFUSED' || code === 'ENOTFOUND' || code === 'EHOSTUNREACH' };
+}
+
 /**
  * Calls the API until it answers something other than 429 or a 5xx: waits `Retry-After` on a
  * 429, and min(2^attempt, 60) s with jitter where no Retry-After is given (the spec's guidance).
+ * No answer at all names the address and the cause; an unreachable one stops after a few tries.
  */
-async function call<A extends Answer>(what: string, request: () => Promise<A>): Promise<A> {
+async function call<A extends Answer>(what: string, request: () => Promise<A>, where: string): Promise<A> {
   for (let attempt = 1; ; attempt += 1) {
     let answer: A | undefined;
+    let failure: { said: string; unreachable: boolean } | undefined;
     try {
       answer = await request();
     } catch (error) {
-      if (attempt >= 8) throw new ApiFailure(`${what}: ${(error as Error).message}`);
+      failure = noAnswer(error);
+      if (attempt >= 8 || (failure.unreachable && attempt >= CONNECT_ATTEMPTS)) {
+        throw new ApiFailure(`${what}: no answer from ${where} (${failure.said}). Is the service running there? `
+          + 'Set CATALOG_API_URL to its address (default http://127.0.0.1:8080).');
+      }
     }
     if (answer && answer.status !== 429 && answer.status < 500) return answer;
     if (answer && answer.status >= 500 && attempt >= 8) return answer;
@@ -46,7 +65,7 @@ async function call<A extends Answer>(what: string, request: () => Promise<A>): 
     const seconds = Number.isFinite(retryAfter) && retryAfter > 0
       ? retryAfter
       : Math.min(2 ** attempt, 60) * (0.5 + Math.random() / 2);
-    err(`${what}: ${answer ? `HTTP ${answer.status}` : 'no answer'}; waiting ${Math.ceil(seconds)} s before trying again`);
+    err(`${what}: ${answer ? `HTTP ${answer.status}` : `no answer from ${where} (${failure!.said})`}; waiting ${Math.ceil(seconds)} s before trying again`);
     await sleep(seconds * 1000);
   }
 }
@@ -66,6 +85,24 @@ function clientOptions(env: Env): RequestOpts {
   return { baseUrl: base.endsWith(API_PREFIX) ? base : `${base}${API_PREFIX}`, headers: { authorization: `Bearer ${key}` } };
 }
 
+/**
+ * The catalog's unfinished jobs, once, when five of them keep this one from starting: a job
+ * stuck in `awaiting_upload` holds its place until its upload window lapses, unless cancelled.
+ */
+async function tellRunning(opts: RequestOpts, label: string): Promise<void> {
+  const running: ImportJob[] = [];
+  for (const status of ['awaiting_upload', 'queued', 'processing'] as const) {
+    const answer = await call(`${label}: list jobs`, () => api.listImports({ status, limit: 10 }, opts), opts.baseUrl!);
+    if (answer.status === 200) running.push(...(answer.data as { data: { imports: ImportJob[] } }).data.imports);
+  }
+  err(`${label}: this catalog already has 5 unfinished import jobs (the most it runs at once):`);
+  for (const job of running) {
+    const until = job.status === 'awaiting_upload' && job.uploadExpiresAt ? `, upload window until ${job.uploadExpiresAt}` : '';
+    err(`  ${job.id}  ${job.status}  created ${job.createdAt}${until}`);
+  }
+  err(`  one that will not finish can be cancelled: POST ${opts.baseUrl}/imports/<jobId>/cancel with a bulk_import:manage key`);
+}
+
 interface StartedPart {
   part: FilePart;
   jobId: string;
@@ -78,11 +115,14 @@ async function startPart(opts: RequestOpts, file: string, part: FilePart, index:
   const size = part.end - part.start;
   const idempotencyKey = randomUUID();
   let created: { jobId: string; uploadUrl: string; contentType: string };
+  let toldRunning = false;
   for (;;) {
-    const answer = await call(`${label}: create job`, () => api.createImport({ fileSizeBytes: size }, { idempotencyKey }, opts));
+    const answer = await call(`${label}: create job`, () => api.createImport({ fileSizeBytes: size }, { idempotencyKey }, opts), opts.baseUrl!);
     const body = answer.data as { error?: { details?: Array<{ path: string }> } };
     // Five jobs are already running: wait for one of them to finish (DESIGN §4's concurrency limit).
     if (answer.status === 409 && body.error?.details?.[0]?.path === 'imports') {
+      if (!toldRunning) await tellRunning(opts, label);
+      toldRunning = true;
       err(`${label}: 5 import jobs are running in this catalog; waiting 5 s for one to finish`);
       await sleep(5000);
       continue;
@@ -98,9 +138,9 @@ async function startPart(opts: RequestOpts, file: string, part: FilePart, index:
       duplex: 'half',
     } as RequestInit);
     return { status: response.status, headers: response.headers, data: await response.text() };
-  });
+  }, new URL(created.uploadUrl).origin);
   if (uploaded.status !== 200) throw new ApiFailure(`${label}: upload refused: HTTP ${uploaded.status} ${uploaded.data.slice(0, 500)}`);
-  dataOf(`${label}: start`, await call(`${label}: start`, () => api.startImport(created.jobId, opts)), 202);
+  dataOf(`${label}: start`, await call(`${label}: start`, () => api.startImport(created.jobId, opts), opts.baseUrl!), 202);
   out(`${created.jobId}\tqueued\t${label}\tlines from ${part.firstLine}\t${size} bytes`);
   return { part, jobId: created.jobId };
 }
@@ -118,7 +158,7 @@ async function waitForAll(opts: RequestOpts, started: StartedPart[]): Promise<vo
   try {
     for (;;) {
       for (const entry of started.filter((s) => !s.job || !TERMINAL.has(s.job.status))) {
-        entry.job = dataOf<ImportJob>(`job ${entry.jobId}`, await call(`job ${entry.jobId}`, () => api.getImport(entry.jobId, opts)), 200);
+        entry.job = dataOf<ImportJob>(`job ${entry.jobId}`, await call(`job ${entry.jobId}`, () => api.getImport(entry.jobId, opts), opts.baseUrl!), 200);
       }
       const jobs = started.map((s) => s.job!);
       const total = jobs.reduce((n, j) => n + j.counts.total, 0);
@@ -144,7 +184,7 @@ async function writeErrors(opts: RequestOpts, started: StartedPart[], path: stri
     let cursor: string | undefined;
     do {
       const page = dataOf<{ errors: api.ImportLineError[]; nextCursor: string | null }>(`errors of ${jobId}`, await call(
-        `errors of ${jobId}`, () => api.listImportErrors(jobId, { limit: 1000, ...(cursor ? { cursor } : {}) }, opts)), 200);
+        `errors of ${jobId}`, () => api.listImportErrors(jobId, { limit: 1000, ...(cursor ? { cursor } : {}) }, opts), opts.baseUrl!), 200);
       for (const error of page.errors) {
         if (!stream.write(`${JSON.stringify({ jobId, ...error, lineNumber: part.firstLine - 1 + error.lineNumber })}\n`)) {
           await new Promise<void>((resolve) => stream.once('drain', () => resolve()));

@@ -1,11 +1,14 @@
 // `catalog import`: the CLI's whole import dance against the real service: splitting, waiting, 429s, the errors file.
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { promisify } from 'node:util';
+import * as api from '../../generated/client.ts';
+import { freePort } from '../../scripts/free-port.ts';
+import { clientOptions, expectData } from '../helpers/client.ts';
 import { sqlClient } from '../helpers/database.ts';
 import { item, jsonl, startImportService } from '../helpers/imports.ts';
 import type { TestService } from '../helpers/service.ts';
@@ -18,6 +21,13 @@ let sql: Awaited<ReturnType<typeof sqlClient>>;
 // The key's requests per minute in the 429 test, and how long its first request is refused past
 // the moment it reached the counter (any positive time works: that request is pinned, not raced).
 const LIMIT = 100;
+
+/** A file in the test's folder with these bytes; its path. */
+function writeFile(name: string, bytes: Buffer): string {
+  const path = join(dir, name);
+  writeFileSync(path, bytes);
+  return path;
+}
 const REFUSED_FOR_S = 3;
 
 async function catalogImport(key: string | undefined, args: string[], env: Record<string, string> = {}) {
@@ -151,4 +161,41 @@ test('import exits 1 when a job fails and 2 without a key', async () => {
   const noKey = await catalogImport(undefined, [path]);
   assert.equal(noKey.code, 2);
   assert.match(noKey.stderr, /CATALOG_API_KEY/);
+});
+
+test('import with no service at CATALOG_API_URL stops after a few tries, naming the address, the cause and the fix', async () => {
+  const port = await freePort();
+  const result = await catalogImport('cat_live_0000000000000000000000000000000a', [writeFile('nowhere.jsonl', jsonl([item('N-1')]))], {
+    CATALOG_API_URL: `http://127.0.0.1:${port}`,
+  });
+  assert.equal(result.code, 1);
+  assert.match(result.stderr, new RegExp(`no answer from http://127\\.0\\.0\\.1:${port}/api/v1/catalog \\(connection refused\\)`));
+  assert.match(result.stderr, /Is the service running there\? Set CATALOG_API_URL/);
+  // Three tries (two waits between them), not eight up to a minute apart.
+  assert.equal(result.stderr.match(/waiting \d+ s before trying again/g)?.length, 2, result.stderr);
+});
+
+test('import behind five unfinished jobs lists them once and says how to cancel one', async () => {
+  const tenant = await service.newTenant();
+  const opts = clientOptions(service.url, tenant.key);
+  const stuck = [];
+  for (let i = 0; i < 5; i++) stuck.push(expectData(await api.createImport({ fileSizeBytes: 10 }, {}, opts), 201).jobId);
+  const child = spawn(process.execPath, ['cli/main.ts', 'import', writeFile('behind.jsonl', jsonl([item('B-1')]))], {
+    env: { PATH: process.env.PATH, CATALOG_API_URL: service.url, CATALOG_API_KEY: tenant.key }, stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stderr = '';
+  try {
+    await new Promise<void>((done, fail) => {
+      child.stderr.on('data', (chunk: Buffer) => {
+        stderr += chunk.toString();
+        if (stderr.includes('waiting 5 s for one to finish')) done();
+      });
+      child.once('exit', (code) => fail(new Error(`import exited with ${code}: ${stderr}`)));
+    });
+  } finally {
+    child.kill();
+  }
+  assert.match(stderr, /already has 5 unfinished import jobs/);
+  for (const jobId of stuck) assert.match(stderr, new RegExp(`${jobId}  awaiting_upload  created \\S+, upload window until `));
+  assert.match(stderr, new RegExp(`POST ${service.url}/api/v1/catalog/imports/<jobId>/cancel`));
 });
