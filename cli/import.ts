@@ -7,10 +7,10 @@ import { Readable } from 'node:stream';
 import { finished } from 'node:stream/promises';
 import { parseArgs } from 'node:util';
 import type { RequestOpts } from '@oazapfts/runtime';
-import cliProgress from 'cli-progress';
 import * as api from '../generated/client.ts';
 import type { ImportJob } from '../generated/client.ts';
 import { splitFile } from './import-parts.ts';
+import { progressView } from './import-progress.ts';
 import type { FilePart } from './import-parts.ts';
 import { UsageError } from './usage-error.ts';
 
@@ -145,14 +145,9 @@ async function startPart(opts: RequestOpts, file: string, part: FilePart, index:
   return { part, jobId: created.jobId };
 }
 
-/** Polls the unfinished jobs and draws one progress bar over them. */
+/** Polls the unfinished jobs and shows their progress together (import-progress.ts). */
 async function waitForAll(opts: RequestOpts, started: StartedPart[]): Promise<void> {
-  const bar = new cliProgress.SingleBar({
-    format: 'importing [{bar}] {percentage}% | {value}/{total} lines | {status}',
-    stream: process.stderr,
-    hideCursor: true,
-  }, cliProgress.Presets.shades_classic);
-  bar.start(1, 0, { status: 'queued' });
+  const view = progressView();
   // Quick at first (small files finish in a second), then about one request a second in all.
   let delay = 250;
   try {
@@ -161,17 +156,18 @@ async function waitForAll(opts: RequestOpts, started: StartedPart[]): Promise<vo
         entry.job = dataOf<ImportJob>(`job ${entry.jobId}`, await call(`job ${entry.jobId}`, () => api.getImport(entry.jobId, opts), opts.baseUrl!), 200);
       }
       const jobs = started.map((s) => s.job!);
-      const total = jobs.reduce((n, j) => n + j.counts.total, 0);
-      const processed = jobs.reduce((n, j) => n + j.counts.processed, 0);
-      const statuses = [...new Set(jobs.map((j) => j.status))].join(', ');
-      bar.setTotal(Math.max(total, 1));
-      bar.update(processed, { status: statuses });
+      view.update({
+        processed: jobs.reduce((n, j) => n + j.counts.processed, 0),
+        total: jobs.reduce((n, j) => n + j.counts.total, 0),
+        failed: jobs.reduce((n, j) => n + j.counts.failed, 0),
+        status: [...new Set(jobs.map((j) => j.status))].join(', '),
+      });
       if (jobs.every((j) => TERMINAL.has(j.status))) return;
       delay = Math.min(delay * 1.5, Math.max(1000, 700 * jobs.filter((j) => !TERMINAL.has(j.status)).length));
       await sleep(delay);
     }
   } finally {
-    bar.stop();
+    view.stop();
   }
 }
 

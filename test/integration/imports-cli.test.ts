@@ -116,6 +116,8 @@ test('import --wait --errors splits a file over the part size into jobs and writ
   // Parts of at most 50 KB stand in for 100 MB: the same splitting, without a 100 MB upload in the suite.
   const result = await catalogImport(tenant.key, [path, '--wait', '--errors', errorsPath], { CATALOG_IMPORT_PART_BYTES: '50000' });
   assert.equal(result.code, 0, result.stderr);
+  // stderr is a pipe here: progress comes as plain lines, the last one with every line and failure counted.
+  assert.match(result.stderr, /^importing: 1500\/1500 \d+\/s ETA \S+ 2 failed \(100%\), (completed(_with_errors)?(, )?)+$/m);
   const jobLines = result.stdout.trim().split('\n');
   const queued = jobLines.filter((l) => l.split('\t')[1] === 'queued');
   assert.ok(queued.length >= 2, result.stdout);
