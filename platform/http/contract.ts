@@ -70,9 +70,24 @@ export function asyncApiJson(yamlText: string): string {
     key === '$ref' && typeof value === 'string' && value.startsWith('./openapi.yaml#') ? `./openapi.json${value.slice('./openapi.yaml'.length)}` : value);
 }
 
+/**
+ * The contract as served: each list of servers starts with a relative one, which a reader of the
+ * document (Swagger UI's "Try it out" at /docs, a generator given the served URL) resolves
+ * against the address it read the document from, whatever host and port the service runs at.
+ */
+export function servedDocument(document: Document): string {
+  const here = (url: string) => ({ url, description: 'This service, at the address this document was read from' });
+  const served = structuredClone(document) as Document & { servers?: Array<{ url: string }> };
+  served.servers = [here(API_PREFIX), ...(served.servers ?? [])];
+  for (const item of Object.values(served.paths ?? {}) as Array<{ servers?: Array<{ url: string }> } | undefined>) {
+    if (item?.servers) item.servers = [here('/'), ...item.servers];
+  }
+  return JSON.stringify(served);
+}
+
 export async function loadContract(path = CONTRACT_PATH, asyncApiPath = ASYNCAPI_PATH): Promise<Contract> {
   const document = parse(readFileSync(path, 'utf8')) as Document;
-  const documentJson = JSON.stringify(document);
+  const documentJson = servedDocument(document);
   const backend = new OpenAPIBackend({
     // A deep copy: openapi-backend dereferences in place, the served document keeps its $refs.
     definition: structuredClone(document),

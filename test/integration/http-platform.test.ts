@@ -30,10 +30,21 @@ after(async () => {
   await service?.close();
 });
 
-test('GET /openapi.json serves the contract without a key', async () => {
+test('GET /openapi.json serves the contract without a key, its servers led by this service (relative), so /docs works on any port', async () => {
   const { status, data } = await client.getOpenApi(clientOptions(service.url));
   assert.equal(status, 200);
-  assert.deepEqual(data, parse(readFileSync('openapi.yaml', 'utf8')));
+  const contract = parse(readFileSync('openapi.yaml', 'utf8'));
+  const served = data as typeof contract;
+  const here = 'This service, at the address this document was read from';
+  assert.deepEqual(served.servers, [{ url: '/api/v1/catalog', description: here }, ...contract.servers]);
+  for (const [path, item] of Object.entries(contract.paths) as Array<[string, { servers?: unknown[] }]>) {
+    const servedItem = served.paths[path] as { servers?: unknown[] };
+    if (item.servers) assert.deepEqual(servedItem.servers, [{ url: '/', description: here }, ...item.servers], path);
+    assert.deepEqual({ ...servedItem, servers: undefined }, { ...item, servers: undefined }, path);
+  }
+  assert.deepEqual({ ...served, servers: undefined, paths: undefined }, { ...contract, servers: undefined, paths: undefined });
+  // Resolved against where the document was read, the first server is this very service.
+  assert.equal(new URL(served.servers[0].url, `${service.url}/api/v1/catalog/openapi.json`).href, `${service.url}/api/v1/catalog`);
 });
 
 test('malformed JSON is a 400 validation_error naming the body', async () => {
