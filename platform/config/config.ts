@@ -38,6 +38,8 @@ export interface Config {
   readonly outboundAllowPrivate: boolean;
   /** Media ingestion (README "Media"). */
   readonly media: MediaConfig;
+  /** CORS_ALLOWED_ORIGINS: browser origins that may call the API (`*` for any); empty: CORS off. */
+  readonly corsAllowedOrigins: readonly string[];
   readonly smtpUrl: string | undefined;
   readonly mailFrom: string;
   readonly logLevel: string;
@@ -86,6 +88,23 @@ function renditions(env: Env): readonly RenditionSpec[] {
   });
   if (new Set(specs.map((spec) => spec.name)).size !== specs.length) throw new ConfigError(`MEDIA_RENDITIONS names a rendition twice: "${raw}"`);
   return Object.freeze(specs);
+}
+
+function corsOrigins(env: Env): readonly string[] {
+  const raw = env.CORS_ALLOWED_ORIGINS ?? '';
+  const origins = raw.split(',').map((o) => o.trim()).filter((o) => o !== '');
+  for (const origin of origins) {
+    let parsed: URL | undefined;
+    try {
+      parsed = new URL(origin);
+    } catch {
+      // Reported below.
+    }
+    if (origin !== '*' && (parsed === undefined || parsed.origin !== origin)) {
+      throw new ConfigError(`CORS_ALLOWED_ORIGINS must be a comma list of origins (scheme://host[:port], no path or slash) or *, got "${origin}"`);
+    }
+  }
+  return Object.freeze(origins);
 }
 
 export class ConfigError extends Error {
@@ -190,6 +209,7 @@ export function loadConfig(env: Env = process.env): Config {
       renditions: renditions(env),
       urlTtlSeconds: int(env, 'MEDIA_URL_TTL_SECONDS', 86_400, 60, MAX_MEDIA_URL_TTL_SECONDS),
     }),
+    corsAllowedOrigins: corsOrigins(env),
     smtpUrl: env.SMTP_URL || undefined,
     mailFrom: env.MAIL_FROM || 'Catalog Service <no-reply@catalog.localhost>',
     logLevel,

@@ -2,6 +2,8 @@
 import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { API_PREFIX } from './contract.ts';
+import { createCors } from './cors.ts';
+import type { Cors } from './cors.ts';
 import { httpError } from './errors.ts';
 import { serveApi } from './api-pipeline.ts';
 import type { RequestRecord } from './api-pipeline.ts';
@@ -27,11 +29,13 @@ export interface HttpServerOptions {
 
 export function createHttpServer(options: HttpServerOptions): Server {
   const { services } = options;
+  const cors = createCors(services.config.corsAllowedOrigins);
   // requireHostHeader: Node's own 400 for a missing Host is bare; handle() answers it in the envelope.
   const server = createServer({ keepAliveTimeout: 65_000, requestTimeout: 300_000, requireHostHeader: false }, (req, res) => {
     const started = process.hrtime.bigint();
     const requestId = requestIdOf(req);
     const record: RequestRecord = { operationId: undefined, catalogId: undefined };
+    cors.expose(req, res);
     res.on('finish', () => {
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
       const operation = record.operationId ?? 'unmatched';
@@ -42,7 +46,7 @@ export function createHttpServer(options: HttpServerOptions): Server {
         latencyMs: Math.round(seconds * 1e4) / 10, catalogId: record.catalogId,
       }, 'request');
     });
-    handle(options, req, res, requestId, record).catch((error) => {
+    handle(options, cors, req, res, requestId, record).catch((error) => {
       services.logger.error({ err: error, requestId }, 'unhandled request failure');
       if (!res.headersSent) sendError(res, error, requestId, { 'x-request-id': requestId });
       else res.destroy();
@@ -53,7 +57,7 @@ export function createHttpServer(options: HttpServerOptions): Server {
   return server;
 }
 
-async function handle(options: HttpServerOptions, req: IncomingMessage, res: ServerResponse, requestId: string, record: RequestRecord) {
+async function handle(options: HttpServerOptions, cors: Cors, req: IncomingMessage, res: ServerResponse, requestId: string, record: RequestRecord) {
   if (req.httpVersion === '1.1' && req.headers.host === undefined) {
     // RFC 9112 §3.2: a server must answer 400 to an HTTP/1.1 request without Host.
     sendError(res, httpError('bad_request', 'An HTTP/1.1 request must carry a Host header.'), requestId, { 'x-request-id': requestId });
@@ -64,6 +68,14 @@ async function handle(options: HttpServerOptions, req: IncomingMessage, res: Ser
     url = new URL(req.url ?? '/', 'http://localhost');
   } catch {
     sendError(res, httpError('not_found', 'The request target is not a valid path.'), requestId, { 'x-request-id': requestId });
+    return;
+  }
+  if (cors.isPreflight(req)) {
+    record.operationId = 'preflight';
+    req.resume();
+    const origin = req.headers.origin;
+    if (cors.allows(origin)) cors.answerPreflight(res, origin, { 'x-request-id': requestId });
+    else sendError(res, httpError('forbidden', `Browsers on ${origin ?? 'no origin'} may not call this service (CORS_ALLOWED_ORIGINS).`), requestId, { 'x-request-id': requestId });
     return;
   }
   if (url.pathname === API_PREFIX || url.pathname.startsWith(`${API_PREFIX}/`)) {
