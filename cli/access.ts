@@ -51,6 +51,7 @@ export async function runAccessCommand(config: Config, group: 'catalogs' | 'keys
         catalogId: catalog.id,
         scopes: required(values, 'scopes').split(','),
         tier: values.tier ?? 'free',
+        environment: config.environment,
         ...(values['rate-limit'] === undefined ? {} : { rateLimitPerMinute: Number(values['rate-limit']) }),
       });
       const limit = issued.record.rateLimitPerMinute ? `, ${issued.record.rateLimitPerMinute} requests/minute` : '';

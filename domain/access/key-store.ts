@@ -8,6 +8,8 @@ import { countStatement, rateLimitStates } from '../../platform/http/rate-limit.
 import type { CounterRow, RateLimitState } from '../../platform/http/rate-limit.ts';
 import type { Auth } from '../../platform/http/types.ts';
 import { ApiKey } from '../../platform/db/entities/catalogs.ts';
+import { KEY_PREFIXES } from '../../platform/config/config.ts';
+import type { Environment } from '../../platform/config/config.ts';
 import { isId, newId } from '../../platform/ids.ts';
 import { notFound, validationError } from '../../platform/errors.ts';
 
@@ -37,7 +39,7 @@ export interface IssuedKey {
 
 export async function createApiKey(
   em: EntityManager,
-  input: { catalogId: string; scopes: string[]; tier: string; rateLimitPerMinute?: number },
+  input: { catalogId: string; scopes: string[]; tier: string; rateLimitPerMinute?: number; environment?: Environment },
 ): Promise<IssuedKey> {
   const scopes = [...new Set(input.scopes.map((s) => s.trim()).filter((s) => s !== ''))];
   const details = [];
@@ -48,7 +50,7 @@ export async function createApiKey(
   const limit = input.rateLimitPerMinute;
   if (limit !== undefined && (!Number.isInteger(limit) || limit < 1)) details.push({ path: 'rate-limit', message: 'must be a positive whole number of requests per minute' });
   if (details.length > 0) throw validationError(details);
-  const key = `cat_live_${randomToken()}`;
+  const key = `${KEY_PREFIXES[input.environment ?? 'production']}${randomToken()}`;
   const record = em.create(ApiKey, {
     id: newId(),
     catalogId: input.catalogId,

@@ -4,6 +4,16 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 
 export type Role = 'api' | 'consumers' | 'all';
+/** The deployment this service is (spec, "Versioning"): its keys are `cat_live_…` or `cat_test_…`. */
+export type Environment = 'production' | 'staging';
+
+/** Keys say which deployment they belong to (DESIGN: `cat_<env>_<random>`). */
+export const KEY_PREFIXES: Readonly<Record<Environment, string>> = { production: 'cat_live_', staging: 'cat_test_' };
+
+/** The deployment a key was made for, by its prefix; undefined for anything else. */
+export function keyEnvironment(token: string): Environment | undefined {
+  return (Object.entries(KEY_PREFIXES) as Array<[Environment, string]>).find(([, prefix]) => token.startsWith(prefix))?.[0];
+}
 export type StorageDriver = 'local' | 's3';
 
 export interface S3Config {
@@ -38,6 +48,10 @@ export interface Config {
   readonly outboundAllowPrivate: boolean;
   /** Media ingestion (README "Media"). */
   readonly media: MediaConfig;
+  /** CATALOG_ENVIRONMENT: production (keys `cat_live_…`) or staging (keys `cat_test_…`). */
+  readonly environment: Environment;
+  /** OTHER_ENVIRONMENT_URL: the other deployment's base address, listed in the served contract. */
+  readonly otherEnvironmentUrl: string | undefined;
   /** CORS_ALLOWED_ORIGINS: browser origins that may call the API (`*` for any); empty: CORS off. */
   readonly corsAllowedOrigins: readonly string[];
   readonly smtpUrl: string | undefined;
@@ -88,6 +102,20 @@ function renditions(env: Env): readonly RenditionSpec[] {
   });
   if (new Set(specs.map((spec) => spec.name)).size !== specs.length) throw new ConfigError(`MEDIA_RENDITIONS names a rendition twice: "${raw}"`);
   return Object.freeze(specs);
+}
+
+/** An http(s) base address without a trailing slash, or undefined when unset. */
+function baseUrl(env: Env, name: string): string | undefined {
+  const raw = env[name]?.trim();
+  if (!raw) return undefined;
+  let url: URL | undefined;
+  try {
+    url = new URL(raw);
+  } catch {
+    // Reported below.
+  }
+  if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:')) throw new ConfigError(`${name} must be an http(s) address, got "${raw}"`);
+  return raw.replace(/\/+$/, '');
 }
 
 function corsOrigins(env: Env): readonly string[] {
@@ -209,6 +237,8 @@ export function loadConfig(env: Env = process.env): Config {
       renditions: renditions(env),
       urlTtlSeconds: int(env, 'MEDIA_URL_TTL_SECONDS', 86_400, 60, MAX_MEDIA_URL_TTL_SECONDS),
     }),
+    environment: oneOf(env, 'CATALOG_ENVIRONMENT', 'production', ['production', 'staging'] as const),
+    otherEnvironmentUrl: baseUrl(env, 'OTHER_ENVIRONMENT_URL'),
     corsAllowedOrigins: corsOrigins(env),
     smtpUrl: env.SMTP_URL || undefined,
     mailFrom: env.MAIL_FROM || 'Catalog Service <no-reply@catalog.localhost>',

@@ -1,5 +1,6 @@
 // Bearer-token authentication: the key is looked up and counted by services.countKey (one Postgres round trip at most,
 // shared by a key's concurrent requests); requests without a valid key count against their address.
+import { KEY_PREFIXES, keyEnvironment } from '../config/config.ts';
 import { countRequests } from './rate-limit.ts';
 import type { RateLimitState } from './rate-limit.ts';
 import type { Auth, Services } from './types.ts';
@@ -27,7 +28,10 @@ function bearerToken(header: string | undefined): string | undefined {
  */
 export async function authenticate(services: Services, header: string | undefined, clientAddress: string): Promise<AuthOutcome & { refusal?: string }> {
   const token = bearerToken(header);
-  if (token) {
+  const environment = token ? keyEnvironment(token) : undefined;
+  // A key of the other deployment is never looked up: it cannot be valid here, and saying whose it is saves a search.
+  const mismatch = environment !== undefined && environment !== services.config.environment;
+  if (token && !mismatch) {
     const counted = await services.countKey(token);
     if (counted) return counted;
   }
@@ -35,7 +39,10 @@ export async function authenticate(services: Services, header: string | undefine
   if (token === undefined) return { auth: undefined, rateLimit: rateLimit! };
   const refusal = token === ''
     ? 'The Authorization header must be "Bearer <API key>".'
-    : 'The API key is invalid or has been revoked.';
+    : mismatch
+      ? `This API key belongs to the ${environment} environment (${KEY_PREFIXES[environment!]}…); this is the ${services.config.environment} `
+        + `service, which takes ${KEY_PREFIXES[services.config.environment]}… keys.`
+      : 'The API key is invalid or has been revoked.';
   return { auth: undefined, rateLimit: rateLimit!, refusal };
 }
 

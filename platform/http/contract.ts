@@ -19,9 +19,8 @@ export const ASYNCAPI_PATH = fileURLToPath(new URL('../../asyncapi.yaml', import
 export type ContractOperation = Operation<Document>;
 
 export interface Contract {
-  /** The document as parsed from openapi.yaml, served verbatim (as JSON) at /openapi.json. */
+  /** The document as parsed from openapi.yaml (served at /openapi.json through servedDocument). */
   document: Document;
-  documentJson: string;
   /** asyncapi.yaml as JSON, served at /asyncapi.json (see asyncApiJson). */
   asyncApiJson: string;
   /** Router and validator for the operations under the API prefix. */
@@ -70,24 +69,36 @@ export function asyncApiJson(yamlText: string): string {
     key === '$ref' && typeof value === 'string' && value.startsWith('./openapi.yaml#') ? `./openapi.json${value.slice('./openapi.yaml'.length)}` : value);
 }
 
+/** The deployment that serves the contract: its own base address, and the other one's when known. */
+export interface Deployment {
+  readonly environment: 'production' | 'staging';
+  readonly publicBaseUrl: string;
+  readonly otherEnvironmentUrl: string | undefined;
+}
+
 /**
- * The contract as served: each list of servers starts with a relative one, which a reader of the
- * document (Swagger UI's "Try it out" at /docs, a generator given the served URL) resolves
- * against the address it read the document from, whatever host and port the service runs at.
+ * The contract as served by a deployment: its server lists name that deployment (and the other
+ * one, when configured) in place of the file's example addresses, after a relative server, which
+ * a reader of the document (Swagger UI's "Try it out" at /docs, a generator given the served URL)
+ * resolves against the address it read the document from, whatever host and port that is.
  */
-export function servedDocument(document: Document): string {
-  const here = (url: string) => ({ url, description: 'This service, at the address this document was read from' });
-  const served = structuredClone(document) as Document & { servers?: Array<{ url: string }> };
-  served.servers = [here(API_PREFIX), ...(served.servers ?? [])];
-  for (const item of Object.values(served.paths ?? {}) as Array<{ servers?: Array<{ url: string }> } | undefined>) {
-    if (item?.servers) item.servers = [here('/'), ...item.servers];
+export function servedDocument(document: Document, deployment: Deployment): string {
+  const other = deployment.environment === 'production' ? 'staging' : 'production';
+  const servers = (under: string) => [
+    { url: under === '' ? '/' : under, description: 'This service, at the address this document was read from' },
+    { url: `${deployment.publicBaseUrl}${under}`, description: `This deployment (${deployment.environment})` },
+    ...(deployment.otherEnvironmentUrl ? [{ url: `${deployment.otherEnvironmentUrl}${under}`, description: `The ${other} deployment` }] : []),
+  ];
+  const served = structuredClone(document) as Document & { servers?: unknown[] };
+  served.servers = servers(API_PREFIX);
+  for (const item of Object.values(served.paths ?? {}) as Array<{ servers?: unknown[] } | undefined>) {
+    if (item?.servers) item.servers = servers('');
   }
   return JSON.stringify(served);
 }
 
 export async function loadContract(path = CONTRACT_PATH, asyncApiPath = ASYNCAPI_PATH): Promise<Contract> {
   const document = parse(readFileSync(path, 'utf8')) as Document;
-  const documentJson = servedDocument(document);
   const backend = new OpenAPIBackend({
     // A deep copy: openapi-backend dereferences in place, the served document keeps its $refs.
     definition: structuredClone(document),
@@ -126,5 +137,5 @@ export async function loadContract(path = CONTRACT_PATH, asyncApiPath = ASYNCAPI
     if (quick.valid || bodyBytes > FULL_REPORT_BYTES) return quick;
     return kept(backend.validateRequest(request, operation));
   };
-  return { document, documentJson, asyncApiJson: asyncApiJson(readFileSync(asyncApiPath, 'utf8')), backend, outsideOperations, validateRequest };
+  return { document, asyncApiJson: asyncApiJson(readFileSync(asyncApiPath, 'utf8')), backend, outsideOperations, validateRequest };
 }

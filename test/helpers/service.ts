@@ -67,6 +67,7 @@ export async function startTestService(file: string, overrides: Record<string, s
         catalogId: catalog.id,
         scopes: options.scopes ?? ALL_SCOPES,
         tier: options.tier ?? 'enterprise',
+        environment: config.environment,
       });
       return { catalogId: catalog.id, keyId: issued.record.id, key: issued.key };
     },

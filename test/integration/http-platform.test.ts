@@ -30,16 +30,17 @@ after(async () => {
   await service?.close();
 });
 
-test('GET /openapi.json serves the contract without a key, its servers led by this service (relative), so /docs works on any port', async () => {
+test('GET /openapi.json serves the contract without a key, its servers this service (relative, so /docs works on any port) and this deployment', async () => {
   const { status, data } = await client.getOpenApi(clientOptions(service.url));
   assert.equal(status, 200);
   const contract = parse(readFileSync('openapi.yaml', 'utf8'));
   const served = data as typeof contract;
   const here = 'This service, at the address this document was read from';
-  assert.deepEqual(served.servers, [{ url: '/api/v1/catalog', description: here }, ...contract.servers]);
+  const deployment = 'This deployment (production)';
+  assert.deepEqual(served.servers, [{ url: '/api/v1/catalog', description: here }, { url: `${service.config.publicBaseUrl}/api/v1/catalog`, description: deployment }]);
   for (const [path, item] of Object.entries(contract.paths) as Array<[string, { servers?: unknown[] }]>) {
     const servedItem = served.paths[path] as { servers?: unknown[] };
-    if (item.servers) assert.deepEqual(servedItem.servers, [{ url: '/', description: here }, ...item.servers], path);
+    if (item.servers) assert.deepEqual(servedItem.servers, [{ url: '/', description: here }, { url: service.config.publicBaseUrl, description: deployment }], path);
     assert.deepEqual({ ...servedItem, servers: undefined }, { ...item, servers: undefined }, path);
   }
   assert.deepEqual({ ...served, servers: undefined, paths: undefined }, { ...contract, servers: undefined, paths: undefined });
