@@ -57,9 +57,14 @@ export function createRenditionMaker(options: {
     specs,
     async forImage(contentSha256, input, image) {
       if (!largest) return [];
-      const reusable = (await options.known(contentSha256)).find((made) => matchesSpecs(made, specs));
-      if (reusable) return [...reusable];
-      const encoded = await cpu(() => encode(input, image, specs, largest));
+      // The lookup takes the same turn as the work: a connection each for the images in flight
+      // (MEDIA_CONCURRENCY) would leave the process's other consumers waiting for the pool.
+      const turn = await cpu(async (): Promise<{ reused: Rendition[] } | { encoded: Encoded[] }> => {
+        const reusable = (await options.known(contentSha256)).find((made) => matchesSpecs(made, specs));
+        return reusable ? { reused: [...reusable] } : { encoded: await encode(input, image, specs, largest) };
+      });
+      if ('reused' in turn) return turn.reused;
+      const { encoded } = turn;
       const made: Rendition[] = [];
       for (const [i, { data, width, height }] of encoded.entries()) {
         const sha = hash('sha256', data, 'hex');
@@ -76,9 +81,11 @@ export function createRenditionMaker(options: {
  * scaled to the largest box; the smaller ones are scaled from those pixels. sharp writes no
  * metadata unless asked: no EXIF, GPS, ICC or XMP, and no orientation flag left to misread.
  */
+type Encoded = { data: Buffer; width: number; height: number };
+
 async function encode(
   input: Buffer | string, image: Pick<ImageInfo, 'format' | 'orientation'>, specs: readonly RenditionSpec[], largest: RenditionSpec,
-): Promise<Array<{ data: Buffer; width: number; height: number }>> {
+): Promise<Encoded[]> {
   const { sharp } = await imageLibraries();
   let base: { data: Buffer; info: { width: number; height: number; channels: number } };
   try {

@@ -203,14 +203,18 @@ test('every connection dropped five times, once for a while: the import, deliver
     // The relay: every outbox row sent, and on the topic.
     await waitWhileProgressing('the outbox to drain', async () => await count('SELECT count(*)::int AS n FROM outbox_events WHERE sent_at IS NULL', []) === 0,
       () => count('SELECT count(*)::int AS n FROM outbox_events WHERE sent_at IS NULL', []));
-    const { rows: events } = await sql.query<{ event_id: string; type: string }>(
-      `SELECT event_id, type FROM outbox_events WHERE topic = $1 AND payload::jsonb ->> 'catalogId' = $2`, [TOPICS.events, tenant.catalogId]);
+    const { rows: events } = await sql.query<{ event_id: string; type: string; resource_id: string }>(
+      `SELECT event_id, type, payload::jsonb ->> 'resourceId' AS resource_id FROM outbox_events WHERE topic = $1 AND payload::jsonb ->> 'catalogId' = $2`,
+      [TOPICS.events, tenant.catalogId]);
     const published = new Set((await readTopic([...service.service.kafka.brokers], service.service.kafka.topic(TOPICS.events)))
       .map((record) => record.headers['event-id']));
     for (const event of events) assert.ok(published.has(event.event_id), `event ${event.event_id} (${event.type}) on ${TOPICS.events}`);
 
     // Webhooks: one delivery per subscribed event, each received at least once with valid signatures.
     const expected = events.filter((e) => (EVENTS as readonly string[]).includes(e.type));
+    // One event per resource and type: a second one names what was done twice.
+    const twice = [...Map.groupBy(expected, (e) => `${e.type} ${e.resource_id}`)].filter(([, same]) => same.length > 1).map(([what]) => what);
+    assert.deepEqual(twice, [], 'events written twice');
     assert.equal(expected.length, LINES + images + 1);
     const receivedIds = () => new Set(receiver.receipts('/hook').map((r) => r.event.id));
     await waitWhileProgressing('every delivery to arrive', async () => expected.every((e) => receivedIds().has(e.event_id)),
