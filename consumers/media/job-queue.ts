@@ -90,7 +90,7 @@ export function createJobQueue(options: {
     },
     async sweep() {
       try {
-        await leaseAssets(db, [...held.keys()], LEASE_SECONDS);
+        await leaseAssets(db, [...held.keys()], LEASE_SECONDS, { renew: true });
         const lapsed = await db.transactional(async (tx) => {
           const taken = await takeLapsedLeases(tx, SWEEP_LIMIT);
           await writeOutbox(tx, taken.map((a) => messageRow({

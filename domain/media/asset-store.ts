@@ -74,9 +74,11 @@ export async function findAssets(
  * The consumer holding these assets' jobs (taken from Kafka, their offsets committed, not yet
  * done) keeps them for `seconds` more; a recorded change ends the lease.
  */
-export async function leaseAssets(db: Db, ids: readonly string[], seconds: number): Promise<void> {
+export async function leaseAssets(db: Db, ids: readonly string[], seconds: number, options: { renew?: boolean } = {}): Promise<void> {
   if (ids.length === 0) return;
-  await query(db, `UPDATE media_assets SET leased_until = now() + $2 * interval '1 second' WHERE id = ANY($1::uuid[])`, [ids, seconds]);
+  // A renewal leaves alone a lease its job's recorded change has just ended.
+  await query(db, `UPDATE media_assets SET leased_until = now() + $2 * interval '1 second'
+    WHERE id = ANY($1::uuid[])${options.renew ? ' AND leased_until IS NOT NULL' : ''}`, [ids, seconds]);
 }
 
 /** Ends the leases of jobs a stopping consumer gives up before starting them: they are swept at once. */
