@@ -5,6 +5,7 @@ import { loadConfig } from '../platform/config/config.ts';
 import type { Config } from '../platform/config/config.ts';
 import { openSession } from '../platform/db/connections.ts';
 import { migrations } from '../platform/db/migrations/index.ts';
+import { shownDatabaseUrl } from '../platform/db/orm.ts';
 import { brokersAnswer } from '../platform/kafka/probe.ts';
 import { createLogger } from '../platform/log/logger.ts';
 import { createStorage } from '../platform/storage/create-storage.ts';
@@ -15,14 +16,8 @@ const PROBE_TIMEOUT_MS = 5000;
 
 type Check = { readonly ok: boolean; readonly what: string; readonly said: string };
 
-const redacted = (databaseUrl: string) => {
-  const url = new URL(databaseUrl);
-  if (url.password !== '') url.password = '***';
-  return url.toString();
-};
-
 async function database(config: Config): Promise<Check> {
-  const where = redacted(config.databaseUrl);
+  const where = shownDatabaseUrl(config.databaseUrl);
   const logger = createLogger('silent');
   let session;
   try {

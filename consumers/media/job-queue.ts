@@ -56,8 +56,10 @@ export function createJobQueue(options: {
     else held.delete(id);
   };
 
-  function enqueue(job: MediaJob, loaded: { id: string } | undefined, asset: Awaited<ReturnType<typeof loadAssets>>): void {
+  /** Queues a job behind the asset's earlier ones; `assets`: the batch's assets as loaded by take(). */
+  function enqueue(job: MediaJob, assets: Awaited<ReturnType<typeof loadAssets>>): void {
     const key = assetKey(job);
+    const loaded = assets.get(key);
     const before = tails.get(key);
     pending += 1;
     if (loaded) hold(loaded.id);
@@ -65,7 +67,7 @@ export function createJobQueue(options: {
       if (before) await before;
       if (stopping) return;
       // Behind another job of the asset, it reads the asset as that one left it.
-      const current = before ? (await loadAssets(db, [job])).get(key) : asset.get(key);
+      const current = before ? (await loadAssets(db, [job])).get(key) : loaded;
       counts[await ingestMedia(deps, job, current)] += 1;
     })().catch((error: unknown) => {
       if (error instanceof Stopped) return;
@@ -85,7 +87,7 @@ export function createJobQueue(options: {
       const firsts = [...new Map(jobs.map((job) => [assetKey(job), job])).values()];
       const assets = await loadAssets(db, firsts);
       await leaseAssets(db, [...assets.values()].map((a) => a.id), LEASE_SECONDS);
-      for (const job of jobs) enqueue(job, assets.get(assetKey(job)), assets);
+      for (const job of jobs) enqueue(job, assets);
       while (pending >= MAX_HELD_JOBS && !stopping) await new Promise<void>((resolve) => roomWaiters.push(resolve));
     },
     async sweep() {

@@ -13,6 +13,13 @@ export type Orm = MikroORM;
 // Any fixed number: every instance takes the same advisory lock while migrating.
 const MIGRATION_LOCK = 7_214_001;
 
+/** A database URL fit to show: its password, if any, replaced by `***`. */
+export function shownDatabaseUrl(databaseUrl: string): string {
+  const url = new URL(databaseUrl);
+  if (url.password !== '') url.password = '***';
+  return url.toString();
+}
+
 /**
  * Creates the database named in the URL when it does not exist yet; with `create: false` (the
  * operator's commands, which must act on the service's database, not a new empty one) that is a
@@ -29,8 +36,7 @@ export async function ensureDatabase(databaseUrl: string, logger: Logger, create
     if ((error as { code?: string }).code !== '3D000') throw error; // 3D000: database does not exist
   }
   if (!create) {
-    url.password = url.password === '' ? '' : '***';
-    throw new ConfigError(`the database "${name}" does not exist on ${url.host} (DATABASE_URL ${url}). The service creates `
+    throw new ConfigError(`the database "${name}" does not exist on ${url.host} (DATABASE_URL ${shownDatabaseUrl(databaseUrl)}). The service creates `
       + 'it when it first starts: run this with the DATABASE_URL the service uses, or start the service once.');
   }
   url.pathname = '/postgres';
