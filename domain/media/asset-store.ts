@@ -137,6 +137,9 @@ export interface AssetChange {
 /** What a change left on its asset, for the events that report it. */
 export interface WrittenAsset {
   readonly id: string;
+  /** The status and content the row had when this write locked it: what the change really changed. */
+  readonly was: StoredAsset['status'];
+  readonly had: string | null;
   readonly attempts: number;
   /** last_checked_at as the API shows it (ISO 8601, milliseconds). */
   readonly checked_at: string;
@@ -144,7 +147,12 @@ export interface WrittenAsset {
 
 /** Writes a group of changes (one per asset) in one statement; each asset is marked checked now. */
 export function writeAssetChanges(db: Db, changes: readonly AssetChange[]): Promise<WrittenAsset[]> {
-  return query<WrittenAsset>(db, `UPDATE media_assets a SET
+  // The rows are locked first, so `was` and `had` are the last committed state, whatever a job
+  // decided from: two runs of one job (at-least-once) report a change once.
+  return query<WrittenAsset>(db, `WITH r AS (
+      SELECT * FROM jsonb_to_recordset($1::jsonb) AS r(id uuid, k text, n int, e text, ct text, w int, h int, bs bigint, sha text, p text, r jsonb, fr text, err text)),
+    locked AS (SELECT a.id, a.status AS was, a.content_sha256 AS had FROM media_assets a JOIN r ON r.id = a.id FOR UPDATE OF a)
+    UPDATE media_assets a SET
       status = CASE r.k WHEN 'ingested' THEN 'ingested' WHEN 'failed' THEN 'failed' ELSE a.status END,
       etag = CASE r.k WHEN 'ingested' THEN r.e WHEN 'checked' THEN coalesce(r.e, a.etag) ELSE a.etag END,
       content_type = CASE WHEN r.k = 'ingested' THEN r.ct ELSE a.content_type END,
@@ -160,7 +168,7 @@ export function writeAssetChanges(db: Db, changes: readonly AssetChange[]): Prom
       leased_until = NULL,
       last_checked_at = now(),
       updated_at = now()
-    FROM jsonb_to_recordset($1::jsonb) AS r(id uuid, k text, n int, e text, ct text, w int, h int, bs bigint, sha text, p text, r jsonb, fr text, err text)
+    FROM r JOIN locked l ON l.id = r.id
     WHERE a.id = r.id
-    RETURNING a.id, a.attempts, to_char(a.last_checked_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS checked_at`, [JSON.stringify(changes)]);
+    RETURNING a.id, l.was, l.had, a.attempts, to_char(a.last_checked_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS checked_at`, [JSON.stringify(changes)]);
 }

@@ -66,6 +66,9 @@ const withIds = (job: MediaJob) => (job.externalIds.length > 0 ? { externalIds: 
  */
 function eventOf(change: Change, written: WrittenAsset | undefined): DomainEvent | undefined {
   const { asset } = change;
+  // Judged by the row as this write found it, not by the state the job decided from.
+  if (change.kind === 'ingested' && written?.was === 'ingested' && written.had === change.image.contentSha256) return undefined;
+  if (change.kind === 'failed' && written !== undefined && written.was === 'ingested') return undefined;
   const base = { catalogId: asset.catalogId, resourceId: asset.sourceUrlHash };
   const url = normalizeMediaUrl(asset.sourceUrl);
   if (change.kind === 'ingested') {
@@ -128,7 +131,9 @@ export function createAssetRecorder(db: Db, options: { maxGroup?: number } = {})
     const rows = [...new Map(changes.map((change) => [change.asset.id, rowOf(change)])).values()];
     await db.transactional(async (tx) => {
       const written = new Map((await writeAssetChanges(tx, rows)).map((w) => [w.id, w]));
-      const events = changes.map((change) => eventOf(change, written.get(change.asset.id))).filter((e): e is DomainEvent => e !== undefined);
+      // One change an asset (the later wins, as in `rows`): one event an asset.
+      const last = [...new Map(changes.map((change) => [change.asset.id, change])).values()];
+      const events = last.map((change) => eventOf(change, written.get(change.asset.id))).filter((e): e is DomainEvent => e !== undefined);
       await writeOutbox(tx, await reportWithItems(tx, events));
     });
     return changes.map(() => undefined);
