@@ -145,7 +145,7 @@ export type MediaInput = {
      */
     url: string;
     role?: MediaRole;
-    /** Display order (ascending; ties broken by URL). */
+    /** Display order (ascending; ties broken by URL). When omitted, `0`. */
     sortOrder?: number;
 };
 export type ItemPayload = {
@@ -181,7 +181,7 @@ export type ItemPayload = {
     } | null;
     /** Images; at most one with role `primary`. */
     media?: MediaInput[] | null;
-    /** Whether stock movements may be recorded for the item (`createStockMovement`). */
+    /** Whether stock movements may be recorded for the item (`createStockMovement`). When omitted, `false`. */
     trackStock?: boolean;
 };
 export type UpsertOutcome = "created" | "updated" | "unchanged";
@@ -196,7 +196,12 @@ export type UpsertItemResponse = {
     data: UpsertResult;
 };
 export type BulkUpsertRequest = {
-    items: (ItemPayload | object)[];
+    /** Each element is an `ItemPayload`, checked on its own (the operation's
+    `x-item-payloads: items`): an element that does not match fails alone, with status
+    `error` in its result, and the others are still written. Only a body that is not an
+    object with 1 to 1000 `items`, each a JSON object, is a 400.
+     */
+    items: ItemPayload[];
 };
 export type BulkUpsertItemResult = {
     /** Position of the element in `items`. */
@@ -262,7 +267,7 @@ export type StockMovementList = {
 export type CreateImportRequest = {
     /** Exact size in bytes of the file to upload; at most 100 MB (104857600). */
     fileSizeBytes: number;
-    /** Validate and compare only; write no item. */
+    /** Validate and compare only; write no item. When omitted, `false`. */
     dryRun?: boolean;
 };
 export type ImportCreated = {
@@ -383,7 +388,9 @@ export type EventEnvelope = {
     /** ISO 8601 with milliseconds, UTC. */
     createdAt: string;
     /** Type-specific payload. */
-    data: object;
+    data: {
+        [key: string]: any;
+    };
 };
 export type EventList = {
     events: EventEnvelope[];
@@ -496,8 +503,12 @@ export function getOpenApi(opts?: Oazapfts.RequestOpts) {
         status: 200;
         data: {
             openapi: "3.1.0";
-            info: object;
-            paths: object;
+            info: {
+                [key: string]: any;
+            };
+            paths: {
+                [key: string]: any;
+            };
             [key: string]: any;
         };
     } | {
@@ -527,8 +538,12 @@ export function getAsyncApi(opts?: Oazapfts.RequestOpts) {
         status: 200;
         data: {
             asyncapi: "3.0.0";
-            info: object;
-            channels: object;
+            info: {
+                [key: string]: any;
+            };
+            channels: {
+                [key: string]: any;
+            };
             [key: string]: any;
         };
     } | {

@@ -97,11 +97,34 @@ export function servedDocument(document: Document, deployment: Deployment): stri
   return JSON.stringify(served);
 }
 
+/**
+ * The document the router validates with: where an operation's body holds an array of item
+ * payloads (`x-item-payloads: <array>`), that array's elements are only required to be objects.
+ * The contract types them as `ItemPayload`, for generated clients; the item validator checks
+ * each one alone, so that one bad element fails alone instead of the whole request.
+ */
+function routedDocument(document: Document): Document {
+  const routed = structuredClone(document);
+  const schemas = (routed.components?.schemas ?? {}) as Record<string, { properties?: Record<string, { items?: unknown }> }>;
+  for (const item of Object.values(routed.paths ?? {})) {
+    for (const operation of Object.values(item ?? {}) as Array<{ 'x-item-payloads'?: string; requestBody?: unknown }>) {
+      const array = operation?.['x-item-payloads'];
+      if (array === undefined || array === 'body') continue;
+      const body = operation.requestBody as { content?: Record<string, { schema?: { $ref?: string } }> };
+      const ref = body.content?.['application/json']?.schema?.$ref ?? '';
+      const property = schemas[ref.replace('#/components/schemas/', '')]?.properties?.[array];
+      if (!property) throw new Error(`x-item-payloads names ${array}, which ${ref || 'the body'} lacks`);
+      property.items = { type: 'object' };
+    }
+  }
+  return routed;
+}
+
 export async function loadContract(path = CONTRACT_PATH, asyncApiPath = ASYNCAPI_PATH): Promise<Contract> {
   const document = parse(readFileSync(path, 'utf8')) as Document;
   const backend = new OpenAPIBackend({
-    // A deep copy: openapi-backend dereferences in place, the served document keeps its $refs.
-    definition: structuredClone(document),
+    // A copy (openapi-backend dereferences in place; the served document keeps its $refs).
+    definition: routedDocument(document),
     apiRoot: API_PREFIX,
     // openapi-backend checks documents against the 3.0 schema; Redocly lints the 3.1 contract instead.
     quick: true,
