@@ -2,10 +2,6 @@
 import { parseArgs } from 'node:util';
 import { ProductError } from '../platform/errors.ts';
 import { ConfigError, loadConfig } from '../platform/config/config.ts';
-import { runAccessCommand } from './access.ts';
-import { runDoctor } from './doctor.ts';
-import { runImportCommand } from './import.ts';
-import { runMigrate, runServe } from './serve.ts';
 import { UsageError } from './usage-error.ts';
 
 // Each command's lines of the usage text; `catalog <command> --help` prints its own.
@@ -61,24 +57,26 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(commandUsage(command));
     return 0;
   }
+  // Each command's module is loaded when it runs: a service process does without the import
+  // command's generated client and progress bar, the doctor's probes and the key store.
   switch (command) {
     case 'serve': {
       const { values } = parseArgs({ args: rest, options: { role: { type: 'string' } }, strict: true });
       const env = values.role === undefined ? process.env : { ...process.env, ROLE: values.role };
-      return runServe(loadConfig(env));
+      return (await import('./serve.ts')).runServe(loadConfig(env));
     }
     case 'migrate':
       parseArgs({ args: rest, options: {}, strict: true });
-      return runMigrate(loadConfig());
+      return (await import('./serve.ts')).runMigrate(loadConfig());
     case 'catalogs':
     case 'keys':
-      return runAccessCommand(loadConfig(), command, rest);
+      return (await import('./access.ts')).runAccessCommand(loadConfig(), command, rest);
     case 'import':
       // A client of the API: needs CATALOG_API_URL and CATALOG_API_KEY, not the service's configuration.
-      return runImportCommand(rest);
+      return (await import('./import.ts')).runImportCommand(rest);
     case 'doctor':
       parseArgs({ args: rest, options: {}, strict: true });
-      return runDoctor();
+      return (await import('./doctor.ts')).runDoctor();
     default:
       throw new UsageError(`unknown command "${command}"`);
   }
