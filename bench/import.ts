@@ -21,6 +21,7 @@ import { freshBenchDatabase } from './database.ts';
 import { benchLine } from './import-lines.ts';
 import { silenceKafkajsTimerWarning } from '../platform/kafka/kafkajs-quirks.ts';
 import { allTopicNames } from '../platform/kafka/topics.ts';
+import { SERVICE_PROCESS_ENV } from './service-env.ts';
 
 const LINES = Number(process.env.BENCH_LINES ?? 200_000);
 const ADMIN_URL = process.env.BENCH_ADMIN_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -39,7 +40,7 @@ async function writeFile(path: string): Promise<number> {
 }
 
 function serve(role: 'api' | 'consumers', env: NodeJS.ProcessEnv): ChildProcess {
-  const child = spawn(process.execPath, ['cli/main.ts', 'serve', '--role', role], { env, stdio: ['ignore', 'ignore', 'inherit'] });
+  const child = spawn(process.execPath, ['cli/main.ts', 'serve', '--role', role], { env: { ...env, ...SERVICE_PROCESS_ENV }, stdio: ['ignore', 'ignore', 'inherit'] });
   children.push(child);
   return child;
 }

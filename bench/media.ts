@@ -10,6 +10,7 @@ import type { ItemPayload } from '../generated/client.ts';
 import { makeImage, startImageOrigin } from '../test/helpers/image-origin.ts';
 import { startTestService, testEnv } from '../test/helpers/service.ts';
 import type { Tenant } from '../test/helpers/service.ts';
+import { SERVICE_PROCESS_ENV } from './service-env.ts';
 
 const ITEMS = 1000;
 const IMAGES = 200;
@@ -72,7 +73,7 @@ function startConsumers(env: Record<string, string>): ChildProcess {
   const profile = process.env.BENCH_CPU_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROFILE}`] : [];
   return spawn(process.execPath, [...profile, 'cli/main.ts', 'serve'], {
     env: {
-      ...testEnv(import.meta.filename, service.databaseUrl, { ...overrides, ...env }), ROLE: 'consumers',
+      ...testEnv(import.meta.filename, service.databaseUrl, { ...overrides, ...SERVICE_PROCESS_ENV, ...env }), ROLE: 'consumers',
       KAFKA_BROKERS: service.service.kafka.brokers.join(','), KAFKA_TOPIC_PREFIX: service.config.kafkaTopicPrefix,
     },
     stdio: ['ignore', 'inherit', 'inherit'],
@@ -161,7 +162,7 @@ try {
     `${''.padEnd(width)}  ${results.map(([p]) => p.name.padStart(24)).join('')}`,
     ...rows.map((row, r) => `${row.padEnd(width)}  ${columns.map((c) => c[r]!.padStart(24)).join('')}`),
     `targets: ≥ ${TARGET_PER_SECOND} images/s end to end with renditions; peak RSS ≤ ${TARGET_PEAK_RSS_MB} MB with the 20 MB images`,
-    `load average (1 min): ${loadavg()[0]!.toFixed(1)} on ${availableParallelism()} cores`,
+    `load average (1 min): ${loadavg()[0]!.toFixed(1)} on ${availableParallelism()} cores; consumers with MALLOC_ARENA_MAX=${SERVICE_PROCESS_ENV.MALLOC_ARENA_MAX} (as npm start and the image)`,
   ].join('\n'));
   process.exitCode = results.every(([, f]) => f.downloads === f.images && f.ingested === f.images) ? 0 : 1;
 } finally {
