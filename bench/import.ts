@@ -16,11 +16,11 @@ import type { ImportJob } from '../generated/client.ts';
 import { normalizeItem } from '../domain/items/payload.ts';
 import type { NormalizedItem } from '../domain/items/normalized-item.ts';
 import { ensureKafka } from '../scripts/kafka.ts';
-import { budgetPerLine, cpuPerLine, cpuSnapshot } from './cpu.ts';
+import { budgetPerLine, cpuPerLine, cpuPerUnit, cpuSnapshot } from './cpu.ts';
 import { freshBenchDatabase } from './database.ts';
 import { benchLine } from './import-lines.ts';
 import { silenceKafkajsTimerWarning } from '../platform/kafka/kafkajs-quirks.ts';
-import { allTopicNames } from '../platform/kafka/topics.ts';
+import { TOPICS, allTopicNames, topicName } from '../platform/kafka/topics.ts';
 import { SERVICE_PROCESS_ENV } from './service-env.ts';
 
 const LINES = Number(process.env.BENCH_LINES ?? 200_000);
@@ -55,6 +55,45 @@ async function waitFor(check: () => Promise<boolean>, what: string, timeoutMs = 
 
 /** VmHWM (peak resident set) of a process, in MB. */
 const peakRssMb = (pid: number) => Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
+
+/**
+ * The relay's pace, read from the broker: the events topic's offsets, summed over its partitions,
+ * every 250 ms while an import runs. `stop()` waits until `expected` more events are there (or
+ * 60 s pass without one) and gives events/s from the first poll that saw one to the last.
+ */
+async function watchRelay(expected: number): Promise<{ stop: () => Promise<{ events: number; perSecond: number }> }> {
+  silenceKafkajsTimerWarning();
+  const admin = new Kafka({ brokers: brokerList, logLevel: logLevel.NOTHING }).admin();
+  await admin.connect();
+  const topic = topicName(TOPIC_PREFIX, TOPICS.events);
+  const total = async () => (await admin.fetchTopicOffsets(topic)).reduce((sum, p) => sum + Number(p.high), 0);
+  const start = await total();
+  let last = start;
+  let first: number | undefined;
+  let lastAt = performance.now();
+  let running = true;
+  const polling = (async () => {
+    while (running || (last - start < expected && performance.now() - lastAt < 60_000)) {
+      await new Promise((r) => setTimeout(r, 250));
+      const now = await total();
+      if (now > last) {
+        first ??= performance.now() - 250;
+        last = now;
+        lastAt = performance.now();
+      }
+      if (!running && last - start >= expected) break;
+    }
+  })();
+  return {
+    async stop() {
+      running = false;
+      await polling;
+      await admin.disconnect();
+      const seconds = first === undefined ? 0 : (lastAt - first) / 1000;
+      return { events: last - start, perSecond: seconds > 0 ? (last - start) / seconds : 0 };
+    },
+  };
+}
 
 async function importOnce(opts: RequestOpts, path: string, size: number) {
   const began = performance.now();
@@ -134,15 +173,22 @@ async function main(): Promise<void> {
 
   const roles = new Map([['consumers', consumers.pid!], ['api', apiProcess.pid!], ['this script', process.pid]]);
   const beforeFresh = cpuSnapshot(roles);
+  // Every line makes item.created, and the job import.completed.
+  const relay = await watchRelay(LINES + 1);
   const fresh = await importOnce(opts, path, size);
   const afterFresh = cpuSnapshot(roles);
+  const relayed = await relay.stop();
   const freshRss = peakRssMb(consumers.pid!);
   log(`fresh: ${fresh.job.status} ${JSON.stringify(fresh.job.counts)}`);
   const again = await importOnce(opts, path, size);
   const afterAgain = cpuSnapshot(roles);
   log(`unchanged: ${again.job.status} ${JSON.stringify(again.job.counts)}`);
   const rss = peakRssMb(consumers.pid!);
+  const beforeCopy = cpuSnapshot(roles);
   const copy = await copyBaseline(databaseUrl, catalogId);
+  const afterCopy = cpuSnapshot(roles);
+  const copyCpu = cpuPerUnit(beforeCopy, afterCopy, LINES).get('Postgres') ?? 0;
+  const allCpu = (before: typeof beforeCopy, after: typeof beforeCopy) => [...cpuPerUnit(before, after, LINES).values()].reduce((a, b) => a + b, 0);
 
   const rate = (n: number, s: number) => Math.round(n / s).toLocaleString('en-US');
   const rows = [
@@ -153,9 +199,12 @@ async function main(): Promise<void> {
     ['Postgres COPY of the same rows', `${copy.toFixed(2)} s`, `${rate(LINES, copy)} rows/s`],
   ];
   for (const [what, time, speed] of rows) console.log(`${what!.padEnd(34)} ${time!.padStart(9)}  ${speed!.padStart(16)}`);
-  console.log(`fresh import / COPY                ${(fresh.seconds / copy).toFixed(1)}×`);
+  console.log(`fresh import / COPY                ${(fresh.seconds / copy).toFixed(1)}× the time, ${(allCpu(beforeFresh, afterFresh) / copyCpu).toFixed(1)}× the CPU`);
+  console.log(`unchanged re-import / COPY         ${(again.seconds / copy).toFixed(1)}× the time, ${(allCpu(afterFresh, afterAgain) / copyCpu).toFixed(1)}× the CPU`);
   console.log(`CPU per line, fresh import         ${cpuPerLine(beforeFresh, afterFresh, LINES)}`);
   console.log(`CPU per line, unchanged re-import  ${cpuPerLine(afterFresh, afterAgain, LINES)}`);
+  console.log(`CPU per row, COPY                  Postgres ${Math.round(copyCpu)} µs`);
+  console.log(`relay, fresh import                ${relayed.events.toLocaleString('en-US')} events on ${TOPICS.events}, ${rate(relayed.perSecond, 1)} events/s`);
   console.log(`CPU a line may use at 20,000/s     ${Math.round(budgetPerLine(20_000))} µs (${availableParallelism()} cores)`);
   console.log(`consumer peak RSS                  ${freshRss.toFixed(0)} MB after the fresh import, ${rss.toFixed(0)} MB overall (file ${(size / 1024 / 1024).toFixed(1)} MB)`);
 }
