@@ -119,7 +119,9 @@ async function main(): Promise<number> {
     return 0;
   }
   const began = performance.now();
-  const networkBefore = hostNetworking();
+  // Read once the packages are in: installing docker.io brings iptables, whose first listing of
+  // a machine that had none shows the kernel's default chains, which is not a change of the run.
+  let networkBefore: string | undefined;
   const work = mkdtempSync(join(tmpdir(), 'catalog-containers-'));
   let daemon: Daemon | undefined;
   let stack: Stack | undefined;
@@ -127,6 +129,7 @@ async function main(): Promise<number> {
   for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => { interruptedBy = signal; });
   try {
     await step('engine', installEngine);
+    networkBefore = hostNetworking();
     daemon = await step('daemon', () => startDaemon(work));
     const host = daemon.host;
     const docker = (args: string[], options: RunOptions = {}) => run(DOCKER, ['--host', host, ...args], options);
@@ -153,7 +156,7 @@ async function main(): Promise<number> {
       rmSync(work, { recursive: true, force: true });
     });
   }
-  const networkAfter = hostNetworking();
+  const networkAfter = networkBefore === undefined ? undefined : hostNetworking();
   if (networkAfter !== networkBefore) {
     failed ??= new Error(`the host's networking changed during the run:\nbefore:\n${networkBefore}\nafter:\n${networkAfter}`);
   }
