@@ -17,6 +17,7 @@ import { normalizeItem } from '../domain/items/payload.ts';
 import type { NormalizedItem } from '../domain/items/normalized-item.ts';
 import { ensureKafka } from '../scripts/kafka.ts';
 import { budgetPerLine, cpuPerLine, cpuPerUnit, cpuSnapshot } from './cpu.ts';
+import type { CpuSnapshot } from './cpu.ts';
 import { freshBenchDatabase } from './database.ts';
 import { benchLine } from './import-lines.ts';
 import { silenceKafkajsTimerWarning } from '../platform/kafka/kafkajs-quirks.ts';
@@ -53,8 +54,12 @@ async function waitFor(check: () => Promise<boolean>, what: string, timeoutMs = 
   }
 }
 
-/** VmHWM (peak resident set) of a process, in MB. */
-const peakRssMb = (pid: number) => Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
+/** VmHWM (peak resident set) or VmRSS (resident now) of a process, in MB. */
+const statusMb = (field: 'VmHWM' | 'VmRSS', pid: number) =>
+  Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
+const peakRssMb = (pid: number) => statusMb('VmHWM', pid);
+// Both roles started, connected and idle: their consumer groups joined, no request served yet.
+const IDLE_SETTLE_MS = 10_000;
 
 /**
  * The relay's pace, read from the broker: the events topic's offsets, summed over its partitions,
@@ -117,8 +122,12 @@ async function importOnce(opts: RequestOpts, path: string, size: number) {
   return { job, seconds, processing };
 }
 
-/** COPY of the same rows (as the import stores them) into a scratch copy of the items table. */
-async function copyBaseline(databaseUrl: string, catalogId: string): Promise<number> {
+/**
+ * COPY of the same rows (as the import stores them) into a scratch copy of the items table: its
+ * time, and Postgres's CPU a row, read while the COPY's backend still runs (an ended process's
+ * CPU is not counted).
+ */
+async function copyBaseline(databaseUrl: string, catalogId: string, roles: Map<string, number>): Promise<{ seconds: number; cpuPerRow: number }> {
   const client = new pg.Client({ connectionString: databaseUrl });
   await client.connect();
   try {
@@ -137,13 +146,15 @@ async function copyBaseline(databaseUrl: string, catalogId: string): Promise<num
     }
     await client.query('DROP TABLE IF EXISTS bench_items_copy');
     await client.query('CREATE TABLE bench_items_copy (LIKE items INCLUDING ALL)');
+    const before = cpuSnapshot(roles);
     const began = performance.now();
     await pipeline(Readable.from(rows.map((r) => `${r}\n`)), client.query(copyFrom(
       `COPY bench_items_copy (id, catalog_id, external_system, external_id, sku, name, description, price, cost, weight, gtin13, ncm,
         category_id, brand_id, tags, metadata, media, track_stock, content_hash) FROM STDIN WITH (FORMAT csv)`)));
     const seconds = (performance.now() - began) / 1000;
+    const cpuPerRow = cpuPerUnit(before, cpuSnapshot(roles), LINES).get('Postgres') ?? 0;
     await client.query('DROP TABLE bench_items_copy');
-    return seconds;
+    return { seconds, cpuPerRow };
   } finally {
     await client.end();
   }
@@ -166,6 +177,8 @@ async function main(): Promise<void> {
   const consumers = serve('consumers', env);
   const base = `http://127.0.0.1:${PORT}`;
   await waitFor(async () => (await fetch(`${base}/readyz`)).ok, 'the api');
+  await new Promise((r) => setTimeout(r, IDLE_SETTLE_MS));
+  const idle = { api: statusMb('VmRSS', apiProcess.pid!), consumers: statusMb('VmRSS', consumers.pid!) };
   const path = join(work, 'bench.jsonl');
   const size = await writeFile(path);
   log(`file: ${LINES} lines, ${(size / 1024 / 1024).toFixed(1)} MB`);
@@ -184,11 +197,8 @@ async function main(): Promise<void> {
   const afterAgain = cpuSnapshot(roles);
   log(`unchanged: ${again.job.status} ${JSON.stringify(again.job.counts)}`);
   const rss = peakRssMb(consumers.pid!);
-  const beforeCopy = cpuSnapshot(roles);
-  const copy = await copyBaseline(databaseUrl, catalogId);
-  const afterCopy = cpuSnapshot(roles);
-  const copyCpu = cpuPerUnit(beforeCopy, afterCopy, LINES).get('Postgres') ?? 0;
-  const allCpu = (before: typeof beforeCopy, after: typeof beforeCopy) => [...cpuPerUnit(before, after, LINES).values()].reduce((a, b) => a + b, 0);
+  const { seconds: copy, cpuPerRow: copyCpu } = await copyBaseline(databaseUrl, catalogId, roles);
+  const allCpu = (before: CpuSnapshot, after: CpuSnapshot) => [...cpuPerUnit(before, after, LINES).values()].reduce((a, b) => a + b, 0);
 
   const rate = (n: number, s: number) => Math.round(n / s).toLocaleString('en-US');
   const rows = [
@@ -207,6 +217,7 @@ async function main(): Promise<void> {
   console.log(`relay, fresh import                ${relayed.events.toLocaleString('en-US')} events on ${TOPICS.events}, ${rate(relayed.perSecond, 1)} events/s`);
   console.log(`CPU a line may use at 20,000/s     ${Math.round(budgetPerLine(20_000))} µs (${availableParallelism()} cores)`);
   console.log(`consumer peak RSS                  ${freshRss.toFixed(0)} MB after the fresh import, ${rss.toFixed(0)} MB overall (file ${(size / 1024 / 1024).toFixed(1)} MB)`);
+  console.log(`RSS by role, idle / peak           api ${idle.api.toFixed(0)} / ${peakRssMb(apiProcess.pid!).toFixed(0)} MB, consumers ${idle.consumers.toFixed(0)} / ${rss.toFixed(0)} MB`);
 }
 
 try {
