@@ -93,8 +93,8 @@ test('the README walkthrough runs as written against a fresh service', async (t)
   assert.equal(thumbnail.format, 'webp');
   assert.ok(Math.max(thumbnail.width!, thumbnail.height!) <= 200, `thumbnail ${thumbnail.width}×${thumbnail.height}`);
 
-  // Every delivery verified by the stand-in with the secret the webhook was created with.
-  for (const expected of ['item.created MUG-1 verified', 'item.updated MUG-1 verified', 'item.created PLATE-1 verified']) {
+  // The deliveries the walkthrough waits for, each verified with the secret the webhook was created with.
+  for (const expected of ['item.created MUG-1 verified', 'item.updated MUG-1 verified']) {
     assert.ok(merchantLog.includes(expected), `${expected}\n${shown}`);
   }
   assert.match(merchantLog, /^media\.ingested \S+ verified/m);
