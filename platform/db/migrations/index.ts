@@ -12,6 +12,7 @@ import { ItemChangelog } from './0010-item-changelog.ts';
 import { BatchedOutbox } from './0011-batched-outbox.ts';
 import { MediaRenditions } from './0012-media-renditions.ts';
 import { DeliveryIds } from './0013-delivery-ids.ts';
+import { ItemForeignKeys } from './0014-item-foreign-keys.ts';
 
 export const migrations: MigrationObject[] = [
   { name: '0001-initial-schema', class: InitialSchema },
@@ -26,4 +27,5 @@ export const migrations: MigrationObject[] = [
   { name: '0011-batched-outbox', class: BatchedOutbox },
   { name: '0012-media-renditions', class: MediaRenditions },
   { name: '0013-delivery-ids', class: DeliveryIds },
+  { name: '0014-item-foreign-keys', class: ItemForeignKeys },
 ];
