@@ -8,6 +8,7 @@ import pg from 'pg';
 import * as api from '../generated/client.ts';
 import type { ItemPayload } from '../generated/client.ts';
 import { makeImage, startImageOrigin } from '../test/helpers/image-origin.ts';
+import { dropDatabase } from '../test/helpers/database.ts';
 import { startTestService, testEnv } from '../test/helpers/service.ts';
 import type { Tenant } from '../test/helpers/service.ts';
 import { SERVICE_PROCESS_ENV } from './service-env.ts';
@@ -168,5 +169,6 @@ try {
 } finally {
   await sql.end();
   await service.close();
+  await dropDatabase(service.databaseUrl);
   await origin.close();
 }
