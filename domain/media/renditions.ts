@@ -1,6 +1,7 @@
 // Renditions: an ingested image scaled down with sharp into WebP (EXIF orientation applied, metadata dropped), once per distinct content.
 import { hash } from 'node:crypto';
 import { availableParallelism } from 'node:os';
+import pLimit from 'p-limit';
 import type { RenditionSpec } from '../../platform/config/config.ts';
 import { MAX_INPUT_PIXELS, decodeRejection, imageLibraries } from './image.ts';
 import type { ImageInfo } from './image.ts';
@@ -52,7 +53,7 @@ export function createRenditionMaker(options: {
   const largest = specs.at(-1);
   // Decoding and encoding use the CPU to the full: more of them at once than there are cores
   // would only add each one's working memory (a 20 MB image's rows) to the process.
-  const cpu = semaphore(availableParallelism());
+  const cpu = pLimit(availableParallelism());
   return {
     specs,
     async forImage(contentSha256, input, image) {
@@ -108,20 +109,3 @@ async function encode(
 }
 
 const box = (size: number) => ({ width: size, height: size, fit: 'inside' as const, withoutEnlargement: true });
-
-/** At most `limit` of the works at once; the others wait their turn in order. */
-function semaphore(limit: number): <T>(work: () => Promise<T>) => Promise<T> {
-  let active = 0;
-  const waiting: Array<() => void> = [];
-  return async (work) => {
-    if (active >= limit) await new Promise<void>((resolve) => waiting.push(resolve));
-    else active += 1;
-    try {
-      return await work();
-    } finally {
-      const next = waiting.shift();
-      if (next) next();
-      else active -= 1;
-    }
-  };
-}

@@ -7,6 +7,7 @@ import { IMPORT_CONTENT_TYPE } from '../../domain/imports/jobs.ts';
 import { mediaType } from '../../platform/http/body.ts';
 import { httpError } from '../../platform/http/errors.ts';
 import type { RequestRecord } from '../../platform/http/api-pipeline.ts';
+import { decodedSegment } from '../../platform/http/request-validation.ts';
 import { sendError, sendJson } from '../../platform/http/respond.ts';
 import type { Services } from '../../platform/http/types.ts';
 import { UPLOAD_ROUTE } from '../../platform/storage/local.ts';
@@ -49,12 +50,7 @@ export function uploadRoute(services: Services): ExtraRoute {
         return true;
       }
       const segment = url.pathname.slice(UPLOAD_ROUTE.length);
-      let path = '';
-      try {
-        path = decodeURIComponent(segment);
-      } catch {
-        // Reported as an invalid path below.
-      }
+      const path = decodedSegment(segment) ?? ''; // not valid percent-encoding: an invalid path below
       const details = [];
       if (segment.includes('/') || !isSafePath(path)) details.push({ path: 'storagePath', message: 'must be the storagePath of an import, percent-encoded as one segment' });
       const expiresText = url.searchParams.get('expires') ?? '';

@@ -3,6 +3,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { pipeline } from 'node:stream/promises';
 import { httpError } from '../../platform/http/errors.ts';
 import type { RequestRecord } from '../../platform/http/api-pipeline.ts';
+import { decodedSegment } from '../../platform/http/request-validation.ts';
 import { sendError } from '../../platform/http/respond.ts';
 import type { Services } from '../../platform/http/types.ts';
 import { DOWNLOAD_ROUTE } from '../../platform/storage/local.ts';
@@ -39,12 +40,7 @@ export function downloadRoute(services: Services): ExtraRoute {
         return true;
       }
       const segment = url.pathname.slice(DOWNLOAD_ROUTE.length);
-      let path = '';
-      try {
-        path = decodeURIComponent(segment);
-      } catch {
-        // Reported as an invalid path below.
-      }
+      const path = decodedSegment(segment) ?? ''; // not valid percent-encoding: an invalid path below
       const sha = segment.includes('/') ? undefined : MEDIA_PATH.exec(path)?.[1];
       const expiresText = url.searchParams.get('expires') ?? '';
       const type = url.searchParams.get('type') ?? '';

@@ -34,6 +34,15 @@ export function uniqueDetails(details: readonly ErrorDetail[]): ErrorDetail[] {
   return details.filter((d) => !seen.has(`${d.path}\0${d.message}`) && seen.add(`${d.path}\0${d.message}`)).slice(0, MAX_DETAILS);
 }
 
+/** A path segment percent-decoded, or undefined when it is not valid percent-encoded UTF-8 (`%FF`, a lone `%`). */
+export function decodedSegment(segment: string): string | undefined {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * The operation's path parameters, percent-decoded, by name; a segment that is not valid
  * percent-encoding (`%FF`, a lone `%`) is a validation error of its parameter, not a 500.
@@ -46,11 +55,9 @@ export function pathParameters(operation: ContractOperation, pathname: string): 
   template.forEach((segment, i) => {
     const name = /^\{(.+)\}$/.exec(segment)?.[1];
     if (name === undefined) return;
-    try {
-      params[name] = decodeURIComponent(given[i] ?? '');
-    } catch {
-      details.push({ path: `path.${name}`, message: 'is not valid percent-encoded UTF-8' });
-    }
+    const value = decodedSegment(given[i] ?? '');
+    if (value === undefined) details.push({ path: `path.${name}`, message: 'is not valid percent-encoded UTF-8' });
+    else params[name] = value;
   });
   if (details.length > 0) throw httpError('validation_error', 'The request is not valid.', details);
   return params;

@@ -1,4 +1,5 @@
 // Polite downloading: at most N requests in flight in all, at most M to one host, and a host that asked for a pause (Retry-After) waited for.
+import pLimit from 'p-limit';
 export interface HostGate {
   /**
    * Runs `work` once its host has a free slot and is not paused, then once a slot of the total is
@@ -24,8 +25,7 @@ interface HostState {
  */
 export function createHostGate(options: { total: number; perHost: number }): HostGate {
   const hosts = new Map<string, HostState>();
-  let active = 0;
-  const waiting: Array<() => void> = [];
+  const total = pLimit(options.total);
 
   const stateOf = (host: string) => {
     let state = hosts.get(host);
@@ -63,15 +63,7 @@ export function createHostGate(options: { total: number; perHost: number }): Hos
         leaveHost(host, state);
       };
       try {
-        if (active >= options.total) await new Promise<void>((resolve) => waiting.push(resolve));
-        else active += 1;
-        try {
-          return await work(doneWithHost);
-        } finally {
-          const next = waiting.shift();
-          if (next) next();
-          else active -= 1;
-        }
+        return await total(() => work(doneWithHost));
       } finally {
         doneWithHost();
       }

@@ -1,6 +1,8 @@
-// Media test helpers: wait for an item's media to settle, read media jobs and events from the outbox, check events against the contract.
+// Media test helpers: the service with an image origin, wait for an item's media to settle, read media jobs and events from the outbox, check events against the contract.
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import type { ValidateFunction } from 'ajv';
 import formats from 'ajv-formats';
@@ -10,6 +12,46 @@ import * as api from '../../generated/client.ts';
 import type { Item } from '../../generated/client.ts';
 import type { MediaConfig } from '../../platform/config/config.ts';
 import { clientOptions, expectData } from './client.ts';
+import { sqlClient } from './database.ts';
+import { startImageOrigin } from './image-origin.ts';
+import type { ImageOrigin } from './image-origin.ts';
+import { startImportService } from './imports.ts';
+import type { Tenant, TestService } from './service.ts';
+
+export interface MediaBed {
+  readonly origin: ImageOrigin;
+  readonly service: TestService;
+  readonly tenant: Tenant;
+  readonly sql: pg.Client;
+  /** The local storage driver's folder, this file's own. */
+  readonly storageDir: string;
+  close(): Promise<void>;
+}
+
+/**
+ * An image origin on loopback, the service on the import service's fixed port (an import's
+ * signed upload address needs one) with local storage in a folder of its own, a tenant and a SQL
+ * client. Downloads may reach loopback (media-guard.test.ts shows the refusals); MEDIA_TIMEOUT_MS
+ * is many times what the largest body here takes over loopback (20 MB, under a second on a busy
+ * 2-core machine), so only a route that never answers times out, and waits derive from it.
+ */
+export async function startMediaBed(file: string, overrides: Record<string, string> = {}): Promise<MediaBed> {
+  const origin = await startImageOrigin();
+  const storageDir = mkdtempSync(join(tmpdir(), 'catalog-media-'));
+  const service = await startImportService(file, {
+    OUTBOUND_ALLOW_PRIVATE: 'true', STORAGE_DIR: storageDir, MEDIA_TIMEOUT_MS: '5000', ...overrides,
+  });
+  const tenant = await service.newTenant();
+  const sql = await sqlClient(service.databaseUrl);
+  return {
+    origin, service, tenant, sql, storageDir,
+    async close() {
+      await sql.end();
+      await service.close();
+      await origin.close();
+    },
+  };
+}
 
 /**
  * How long a media job may take to reach the consumer and settle when its download is quick:

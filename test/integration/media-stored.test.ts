@@ -1,8 +1,7 @@
 // Stored images served back: signed addresses without a key, renditions by sharp, content dedupe, failure reasons on items, the asset API and its refresh.
 import assert from 'node:assert/strict';
 import { hash } from 'node:crypto';
-import { existsSync, mkdtempSync, readdirSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import sharp from 'sharp';
@@ -11,11 +10,10 @@ import type { Item, ItemPayload } from '../../generated/client.ts';
 import { mediaPath } from '../../domain/media/media-store.ts';
 import { createLocalStorage } from '../../platform/storage/local.ts';
 import { clientOptions, expectData, expectStatus } from '../helpers/client.ts';
-import { sqlClient } from '../helpers/database.ts';
-import { makeImage, startImageOrigin } from '../helpers/image-origin.ts';
+import { makeImage } from '../helpers/image-origin.ts';
 import type { ImageOrigin } from '../helpers/image-origin.ts';
-import { eventually, mediaEvents, settledItem } from '../helpers/media.ts';
-import { startImportService } from '../helpers/imports.ts';
+import { eventually, mediaEvents, settledItem, startMediaBed } from '../helpers/media.ts';
+import type { MediaBed } from '../helpers/media.ts';
 import type { Tenant, TestService } from '../helpers/service.ts';
 
 const FILE = import.meta.filename;
@@ -24,7 +22,7 @@ let origin: ImageOrigin;
 let service: TestService;
 let tenant: Tenant;
 let storageDir: string;
-let sql: Awaited<ReturnType<typeof sqlClient>>;
+let sql: MediaBed['sql'];
 const opts = (key = tenant.key) => clientOptions(service.url, key);
 const item = (externalId: string, urls: string[]): ItemPayload => ({
   externalSystem: 'erp', externalId, name: `Item ${externalId}`, media: urls.map((url, i) => ({ url, sortOrder: i })),
@@ -40,21 +38,12 @@ async function sidewaysPhoto(): Promise<Buffer> {
     .withExif({ IFD0: { Copyright: 'Merchant' }, IFD3: { GPSLatitudeRef: 'N', GPSLatitude: '51/1 30/1 0/1' } }).toBuffer();
 }
 
+let bed: MediaBed | undefined;
 before(async () => {
-  origin = await startImageOrigin();
-  storageDir = mkdtempSync(join(tmpdir(), 'catalog-media-stored-'));
-  service = await startImportService(FILE, {
-    OUTBOUND_ALLOW_PRIVATE: 'true', STORAGE_DIR: storageDir, MEDIA_TIMEOUT_MS: '5000', MEDIA_RETRIES: '1',
-    MEDIA_URL_TTL_SECONDS: String(TTL_SECONDS),
-  });
-  tenant = await service.newTenant();
-  sql = await sqlClient(service.databaseUrl);
+  bed = await startMediaBed(FILE, { MEDIA_RETRIES: '1', MEDIA_URL_TTL_SECONDS: String(TTL_SECONDS) });
+  ({ origin, service, tenant, sql, storageDir } = bed);
 });
-after(async () => {
-  await sql?.end();
-  await service?.close();
-  await origin?.close();
-});
+after(() => bed?.close());
 
 async function ingested(externalId: string, urls: string[]): Promise<Item> {
   expectData(await api.upsertItem(item(externalId, urls), opts()), 201);

@@ -1,20 +1,19 @@
 // Media ingestion end to end against a real local origin: deduplication, detection, refresh with ETags, failures and their events.
 import assert from 'node:assert/strict';
 import { hash } from 'node:crypto';
-import { mkdtempSync, readFileSync, readdirSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import * as api from '../../generated/client.ts';
 import type { ItemPayload } from '../../generated/client.ts';
 import { sourceUrlHash } from '../../domain/media/source-url.ts';
 import { clientOptions, expectData } from '../helpers/client.ts';
-import { sqlClient } from '../helpers/database.ts';
-import { decompressionBomb, makeImage, startImageOrigin } from '../helpers/image-origin.ts';
+import { decompressionBomb, makeImage } from '../helpers/image-origin.ts';
 import type { ImageOrigin } from '../helpers/image-origin.ts';
 import { readTopic } from '../helpers/kafka.ts';
-import { SETTLE_MS, assertMediaEvent, downloadBudgetMs, eventually, mediaEvents, mediaJobs, settledItem } from '../helpers/media.ts';
-import { jsonl, runImport, startImportService } from '../helpers/imports.ts';
+import { SETTLE_MS, assertMediaEvent, downloadBudgetMs, eventually, mediaEvents, mediaJobs, settledItem, startMediaBed } from '../helpers/media.ts';
+import type { MediaBed } from '../helpers/media.ts';
+import { jsonl, runImport } from '../helpers/imports.ts';
 import type { Tenant, TestService } from '../helpers/service.ts';
 
 const FILE = import.meta.filename;
@@ -23,7 +22,7 @@ let origin: ImageOrigin;
 let service: TestService;
 let tenant: Tenant;
 let storageDir: string;
-let sql: Awaited<ReturnType<typeof sqlClient>>;
+let sql: MediaBed['sql'];
 const opts = () => clientOptions(service.url, tenant.key);
 const item = (externalId: string, urls: string[], overrides: Partial<ItemPayload> = {}): ItemPayload => ({
   externalSystem: 'erp', externalId, name: `Item ${externalId}`,
@@ -32,26 +31,12 @@ const item = (externalId: string, urls: string[], overrides: Partial<ItemPayload
 const asset = async (url: string) =>
   (await sql.query('SELECT * FROM media_assets WHERE catalog_id = $1 AND source_url_hash = $2', [tenant.catalogId, sourceUrlHash(url)])).rows[0];
 
+let bed: MediaBed | undefined;
 before(async () => {
-  origin = await startImageOrigin();
-  storageDir = mkdtempSync(join(tmpdir(), 'catalog-media-'));
-  // The import service's fixed port: an import's signed upload address needs one.
-  service = await startImportService(FILE, {
-    OUTBOUND_ALLOW_PRIVATE: 'true', // the origin is on loopback; media-guard.test.ts shows the refusals
-    STORAGE_DIR: storageDir,
-    // Many times what the largest body here takes over loopback (20 MB, under a second on a busy
-    // 2-core machine), so only the route that never answers times out; waits derive from it.
-    MEDIA_TIMEOUT_MS: '5000',
-    MEDIA_RETRIES: String(RETRIES),
-  });
-  tenant = await service.newTenant();
-  sql = await sqlClient(service.databaseUrl);
+  bed = await startMediaBed(FILE, { MEDIA_RETRIES: String(RETRIES) });
+  ({ origin, service, tenant, sql, storageDir } = bed);
 });
-after(async () => {
-  await sql?.end();
-  await service?.close();
-  await origin?.close();
-});
+after(() => bed?.close());
 
 test('50 items naming one image through URL variants: one asset, one job, one download, all ingested', async () => {
   const png = await makeImage('png', 320, 240, 7);
