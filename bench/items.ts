@@ -9,6 +9,7 @@ import { createCatalog } from '../domain/access/catalogs.ts';
 import { openDatabase } from '../platform/db/orm.ts';
 import { createLogger } from '../platform/log/logger.ts';
 import { ensureKafka } from '../scripts/kafka.ts';
+import { cpuPerUnit, cpuSnapshot } from './cpu.ts';
 import { dropBenchDatabase, freshBenchDatabase } from './database.ts';
 
 const DURATION = Number(process.env.BENCH_DURATION ?? 20);
@@ -24,11 +25,14 @@ const payload = (id: string, price: number) => JSON.stringify({
   category: { name: `Category ${Number(id.replace(/\D/g, '')) % 20}` }, tags: ['bench', 'load'],
 });
 
-interface Figures { rps: number; p50: number; p99: number; errors: number }
+interface Figures { rps: number; p50: number; p99: number; errors: number; cpu: Map<string, number> }
 
-async function load(url: string, key: string, mix: 'created' | 'updated' | 'unchanged', seeded: number): Promise<Figures> {
+/** `server`: the process answering (the service's api role or the baseline), whose CPU a request is read from /proc with Postgres's and this script's (the load generator). */
+async function load(url: string, key: string, mix: 'created' | 'updated' | 'unchanged', seeded: number, server: number): Promise<Figures> {
   let counter = 0;
   const prefix = `${mix}-${url.slice(-4)}-${Date.now()}`;
+  const roles = new Map([['api', server], ['this script', process.pid]]);
+  const before = cpuSnapshot(roles);
   const result = await autocannon({
     url: `${url}${PATH}`,
     connections: CONNECTIONS,
@@ -46,7 +50,8 @@ async function load(url: string, key: string, mix: 'created' | 'updated' | 'unch
       },
     }],
   });
-  return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, errors: result.non2xx + result.errors };
+  const cpu = cpuPerUnit(before, cpuSnapshot(roles), result.requests.total);
+  return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, errors: result.non2xx + result.errors, cpu };
 }
 
 async function seed(url: string, key: string, count: number): Promise<void> {
@@ -89,6 +94,12 @@ function waitFor(url: string): Promise<void> {
   });
 }
 
+/** server, Postgres, load and their total, µs a request. */
+function cpuCells(cpu: ReadonlyMap<string, number>): string {
+  const parts = [cpu.get('api') ?? 0, cpu.get('Postgres') ?? 0, cpu.get('this script') ?? 0];
+  return [...parts, parts.reduce((a, b) => a + b, 0)].map((us) => us.toFixed(0).padStart(9)).join('');
+}
+
 const stop = (child: ChildProcess) => new Promise<void>((done) => { child.once('exit', () => done()); child.kill('SIGTERM'); });
 
 async function main(): Promise<void> {
@@ -115,12 +126,17 @@ async function main(): Promise<void> {
     for (let i = 0; i < seeded; i += 1) await fetch(`${baselineUrl}${PATH}`, { method: 'POST', body: payload(`seed-${i}`, 10) }).then((r) => r.arrayBuffer());
     console.log(`Single upserts, ${CONNECTIONS} connections, ${DURATION} s per mix (service | baseline: node:http + pg, one INSERT … ON CONFLICT):`);
     console.log('mix        service req/s  p50 ms  p99 ms | baseline req/s  p50 ms  p99 ms | ratio  target (#23): ≥ 90 %, p99 ≤ 15 ms');
+    const cpuLines: string[] = [];
     for (const mix of ['created', 'updated', 'unchanged'] as const) {
-      const ours = await load(serviceUrl, key, mix, seeded);
-      const base = await load(baselineUrl, key, mix, seeded);
+      const ours = await load(serviceUrl, key, mix, seeded, api.pid!);
+      const base = await load(baselineUrl, key, mix, seeded, bare.pid!);
+      cpuLines.push(`${mix.padEnd(10)} ${cpuCells(ours.cpu)} | ${cpuCells(base.cpu)}`);
       const ratio = ours.rps / base.rps;
       console.log(`${mix.padEnd(10)} ${ours.rps.toFixed(0).padStart(13)} ${ours.p50.toFixed(1).padStart(7)} ${ours.p99.toFixed(1).padStart(7)} | ${base.rps.toFixed(0).padStart(14)} ${base.p50.toFixed(1).padStart(7)} ${base.p99.toFixed(1).padStart(7)} | ${(ratio * 100).toFixed(0).padStart(4)} %  ${ratio >= 0.9 && ours.p99 <= 15 ? 'met' : 'MISSED'}${ours.errors + base.errors > 0 ? `  (non-2xx/errors: ${ours.errors}/${base.errors})` : ''}`);
     }
+    console.log('CPU µs a request (server: the api role | the baseline; Postgres: the whole server; load: this script, autocannon):');
+    console.log(`mix        ${['server', 'Postgres', 'load', 'total'].map((h) => h.padStart(9)).join('')} | ${['server', 'Postgres', 'load', 'total'].map((h) => h.padStart(9)).join('')}`);
+    for (const line of cpuLines) console.log(line);
     const bodies = Number(process.env.BENCH_BULK_BODIES ?? 30);
     const run = Date.now().toString(36);
     const fresh = await bulk(serviceUrl, key, bodies, true, run);
