@@ -12,7 +12,7 @@ import type { KafkaClient } from '../platform/kafka/client.ts';
 import type { Logger } from '../platform/log/logger.ts';
 import type { Orm } from '../platform/db/orm.ts';
 import { createLogger } from '../platform/log/logger.ts';
-import { holdConsumerHeap } from '../platform/memory.ts';
+import { holdConsumerHeap, releaseStartupMemory } from '../platform/memory.ts';
 import { keyCounter } from '../domain/access/key-store.ts';
 import { outboxBacklog } from '../domain/events/outbox.ts';
 import { createMetrics } from '../platform/metrics.ts';
@@ -101,6 +101,7 @@ export async function startService(config: Config, logger: Logger = createLogger
     } else {
       logger.info({ role: config.role }, 'catalog consumers running');
     }
+    await releaseStartupMemory();
     return { orm, services, url, kafka, close };
   } catch (error) {
     await close();

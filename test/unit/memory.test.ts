@@ -1,4 +1,4 @@
-// The consumers' heap settings (platform/memory.ts), in child processes: the young generation stops at its cap.
+// The heap settings of the service's processes (platform/memory.ts), in child processes: the consumers' young generation stops at its cap, and a started process gives back what starting grew.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { test } from 'node:test';
@@ -31,4 +31,26 @@ test('a consumers process stops its young generation at the cap, where Node alon
   const held = youngGenerationPeak(true);
   assert.ok(free >= 2 * YOUNG_GENERATION_CAP_BYTES, `without the setting the young generation reached only ${free} bytes`);
   assert.ok(held < 2 * YOUNG_GENERATION_CAP_BYTES, `the young generation grew to ${held} bytes`);
+});
+
+// Grows the young generation as starting a process does (a rolling window of survivors), drops
+// the window, then asks for the release; prints the young generation's size before and after.
+const RELEASE_CHILD = `
+  const { releaseStartupMemory, youngGenerationBytes } = await import(${JSON.stringify(new URL('../../platform/memory.ts', import.meta.url).href)});
+  let window = [];
+  for (let round = 0; round < 100; round += 1) {
+    for (let i = 0; i < 20000; i += 1) window.push({ line: 'x'.repeat(40) + i, fields: [i, round] });
+    if (window.length > 200000) window.splice(0, 100000);
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  window = undefined;
+  const before = youngGenerationBytes();
+  await releaseStartupMemory();
+  process.stdout.write(JSON.stringify({ before, after: youngGenerationBytes() }));
+`;
+
+test('a started process gives back the young generation that starting grew', () => {
+  const { before, after } = JSON.parse(execFileSync(process.execPath, ['--input-type=module', '-e', RELEASE_CHILD], { encoding: 'utf8' })) as { before: number; after: number };
+  assert.ok(before >= 8 * 1024 * 1024, `the young generation grew only to ${before} bytes`);
+  assert.ok(after <= before / 4, `the young generation went from ${before} to ${after} bytes`);
 });
