@@ -2,6 +2,7 @@
 import { KafkaContainer } from '@testcontainers/kafka';
 import { getContainerRuntimeClient } from 'testcontainers';
 import { Kafka, logLevel } from 'kafkajs';
+import { silenceKafkajsTimerWarning } from '../../platform/kafka/kafkajs-quirks.ts';
 
 // Confluent's image by default, as Testcontainers users expect; `npm run test:containers` names the
 // one it built from Maven Central's jars (tagged 8.x: Testcontainers runs KRaft for 8 and later).
@@ -19,6 +20,7 @@ export interface BrokerContainer {
 
 /** Waits until the broker answers a metadata request, within the client's own retries. */
 async function answering(brokers: string[]): Promise<void> {
+  silenceKafkajsTimerWarning();
   const admin = new Kafka({ clientId: 'test-container-check', brokers, logLevel: logLevel.NOTHING, retry: { retries: 20, maxRetryTime: 2000 } }).admin();
   await admin.connect();
   try {
