@@ -9,6 +9,9 @@ export const YOUNG_GENERATION_CAP_BYTES = 64 * 1024 * 1024;
 
 export const youngGenerationBytes = () => getHeapSpaceStatistics().find((space) => space.space_name === 'new_space')?.space_size ?? 0;
 
+/** V8's own --semi-space-growth-factor. */
+const V8_SEMI_SPACE_GROWTH_FACTOR = 2;
+
 let held = false;
 let released = false;
 
@@ -22,24 +25,30 @@ let released = false;
  *   its maximum, which a process cannot give itself; but V8 reads the growth factor each time it
  *   grows the young generation, so a factor of 1, set after the collection that reached the cap,
  *   holds it there. It doubles at most once per several scavenges, so looking after each
- *   collection is soon enough. Deno reports no collections to a PerformanceObserver, so there
- *   the young generation keeps V8's default.
+ *   collection is soon enough. When the young generation shrinks well below the cap (the
+ *   collection of releaseStartupMemory, or V8's own when the process idles), the factor goes back
+ *   to V8's default, so that the next burst of work has its young generation again. Deno reports
+ *   no collections to a PerformanceObserver, so there the young generation keeps V8's default.
  */
 export function holdConsumerHeap(logger: Logger): void {
   if (held) return;
   held = true;
   setFlagsFromString('--heap-growing-percent=100');
-  const freeze = () => {
-    setFlagsFromString('--semi-space-growth-factor=1');
-    logger.debug({ youngGenerationBytes: youngGenerationBytes() }, 'young generation held at its size');
+  let frozen = false;
+  const check = () => {
+    const young = youngGenerationBytes();
+    if (!frozen && young >= YOUNG_GENERATION_CAP_BYTES) {
+      frozen = true;
+      setFlagsFromString('--semi-space-growth-factor=1');
+      logger.debug({ youngGenerationBytes: young }, 'young generation held at its size');
+    } else if (frozen && young <= YOUNG_GENERATION_CAP_BYTES / 2) {
+      // Halving is a real shrink: the size reported while frozen runs a little around the cap.
+      frozen = false;
+      setFlagsFromString(`--semi-space-growth-factor=${V8_SEMI_SPACE_GROWTH_FACTOR}`);
+    }
   };
-  if (youngGenerationBytes() >= YOUNG_GENERATION_CAP_BYTES) return freeze();
-  const observer = new PerformanceObserver(() => {
-    if (youngGenerationBytes() < YOUNG_GENERATION_CAP_BYTES) return;
-    observer.disconnect();
-    freeze();
-  });
-  observer.observe({ entryTypes: ['gc'] });
+  check();
+  new PerformanceObserver(check).observe({ entryTypes: ['gc'] });
 }
 
 /**

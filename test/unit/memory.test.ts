@@ -54,3 +54,34 @@ test('a started process gives back the young generation that starting grew', () 
   assert.ok(before >= 8 * 1024 * 1024, `the young generation grew only to ${before} bytes`);
   assert.ok(after <= before / 4, `the young generation went from ${before} to ${after} bytes`);
 });
+
+// Held at the cap, released, then allocating again: prints the largest size before the release,
+// right after it, and the largest since.
+const REGROW_CHILD = `
+  const { holdConsumerHeap, releaseStartupMemory, youngGenerationBytes } = await import(${JSON.stringify(new URL('../../platform/memory.ts', import.meta.url).href)});
+  holdConsumerHeap({ debug() {} });
+  const work = async (rounds) => {
+    const window = [];
+    let peak = 0;
+    for (let round = 0; round < rounds; round += 1) {
+      for (let i = 0; i < 20000; i += 1) window.push({ line: 'x'.repeat(40) + i, fields: [i, round] });
+      if (window.length > 200000) window.splice(0, 100000);
+      await new Promise((resolve) => setImmediate(resolve));
+      peak = Math.max(peak, youngGenerationBytes());
+    }
+    return peak;
+  };
+  const held = await work(150);
+  await releaseStartupMemory();
+  const released = youngGenerationBytes();
+  await new Promise((resolve) => setImmediate(resolve));
+  const again = await work(150);
+  process.stdout.write(JSON.stringify({ held, released, again }));
+`;
+
+test('a held young generation that was released grows back to the cap, and no further', () => {
+  const { held, released, again } = JSON.parse(execFileSync(process.execPath, ['--input-type=module', '-e', REGROW_CHILD], { encoding: 'utf8' })) as { held: number; released: number; again: number };
+  assert.ok(held >= YOUNG_GENERATION_CAP_BYTES && held < 2 * YOUNG_GENERATION_CAP_BYTES, `held at ${held} bytes`);
+  assert.ok(released <= YOUNG_GENERATION_CAP_BYTES / 8, `the release left ${released} bytes`);
+  assert.ok(again >= YOUNG_GENERATION_CAP_BYTES && again < 2 * YOUNG_GENERATION_CAP_BYTES, `after the release it grew to ${again} bytes`);
+});
