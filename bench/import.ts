@@ -18,7 +18,7 @@ import type { NormalizedItem } from '../domain/items/normalized-item.ts';
 import { ensureKafka } from '../scripts/kafka.ts';
 import { budgetPerLine, cpuPerLine, cpuPerUnit, cpuSnapshot } from './cpu.ts';
 import type { CpuSnapshot } from './cpu.ts';
-import { freshBenchDatabase } from './database.ts';
+import { dropBenchDatabase, freshBenchDatabase } from './database.ts';
 import { benchLine } from './import-lines.ts';
 import { silenceKafkajsTimerWarning } from '../platform/kafka/kafkajs-quirks.ts';
 import { TOPICS, allTopicNames, topicName } from '../platform/kafka/topics.ts';
@@ -229,6 +229,7 @@ try {
     child.kill('SIGTERM');
   })));
   rmSync(work, { recursive: true, force: true });
+  await dropBenchDatabase(ADMIN_URL, DB_NAME);
   if (brokerList.length > 0) {
     silenceKafkajsTimerWarning();
     const admin = new Kafka({ brokers: brokerList, logLevel: logLevel.NOTHING }).admin();
