@@ -41,32 +41,31 @@ test('a group stops at maxGroup; the rest wait for the next write', async () => 
   assert.deepEqual(calls.map((c) => c.items), [['a'], ['b', 'c'], ['d']]);
 });
 
-test('a failed shared write is written again member by member with retryAlone, so its failure reaches only its own caller', async () => {
+/** b and c queue behind a, and their shared write fails; answers b's and c's outcomes as messages or results. */
+async function failedGroup(options: { retryAlone?: boolean }) {
   const { calls, write } = heldWrites();
-  const submit = groupCommit(write, { retryAlone: true });
+  const submit = groupCommit(write, options);
   const first = submit('k', 'a');
-  const rest = ['b', 'c'].map((item) => submit('k', item).catch((error: Error) => error.message));
+  const rest = Promise.all(['b', 'c'].map((item) => submit('k', item).catch((error: Error) => error.message)));
   calls[0]!.settle();
   await first;
   while (calls.length < 2) await turn();
   calls[1]!.settle(new Error('the group failed'));
+  return { calls, rest };
+}
+
+test('a failed shared write is written again member by member with retryAlone, so its failure reaches only its own caller', async () => {
+  const { calls, rest } = await failedGroup({ retryAlone: true });
   while (calls.length < 3) await turn();
   calls[2]!.settle(new Error('b is bad'));
   while (calls.length < 4) await turn();
   calls[3]!.settle();
-  assert.deepEqual(await Promise.all(rest), ['b is bad', 'C']);
+  assert.deepEqual(await rest, ['b is bad', 'C']);
   assert.deepEqual(calls.map((c) => c.items), [['a'], ['b', 'c'], ['b'], ['c']]);
 });
 
 test('without retryAlone every member of a failed write gets its error', async () => {
-  const { calls, write } = heldWrites();
-  const submit = groupCommit(write);
-  const first = submit('k', 'a');
-  const rest = ['b', 'c'].map((item) => submit('k', item).catch((error: Error) => error.message));
-  calls[0]!.settle();
-  await first;
-  while (calls.length < 2) await turn();
-  calls[1]!.settle(new Error('the group failed'));
-  assert.deepEqual(await Promise.all(rest), ['the group failed', 'the group failed']);
+  const { calls, rest } = await failedGroup({});
+  assert.deepEqual(await rest, ['the group failed', 'the group failed']);
   assert.equal(calls.length, 2);
 });
