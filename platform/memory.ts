@@ -7,7 +7,20 @@ import type { Logger } from './log/logger.ts';
 /** Two 32 MB semi-spaces: V8's own maximum where pointers are compressed (Chrome); Node's is twice that. */
 export const YOUNG_GENERATION_CAP_BYTES = 64 * 1024 * 1024;
 
-export const youngGenerationBytes = () => getHeapSpaceStatistics().find((space) => space.space_name === 'new_space')?.space_size ?? 0;
+const newSpace = () => getHeapSpaceStatistics().find((space) => space.space_name === 'new_space');
+
+/** What the young generation holds in memory now. */
+export const youngGenerationBytes = () => newSpace()?.space_size ?? 0;
+
+/**
+ * What the young generation may hold: both semi-spaces at their capacity. Its size in memory is
+ * not that: after a full collection that reduces memory, V8 gives back the idle semi-space and
+ * reports half, until the next scavenge takes it again.
+ */
+const youngGenerationCapacity = () => {
+  const space = newSpace();
+  return space ? 2 * (space.space_used_size + space.space_available_size) : 0;
+};
 
 /** V8's own --semi-space-growth-factor. */
 const V8_SEMI_SPACE_GROWTH_FACTOR = 2;
@@ -21,31 +34,30 @@ let released = false;
  *   live heap, yet V8 lets the old generation grow to four times as much when collecting is cheap,
  *   which is most of the consumers' peak RSS. V8 reads the flag at each collection, so it works
  *   when set at run time.
- * - The young generation stops growing at YOUNG_GENERATION_CAP_BYTES. Only a start-up flag sets
+ * - The young generation never grows past YOUNG_GENERATION_CAP_BYTES. Only a start-up flag sets
  *   its maximum, which a process cannot give itself; but V8 reads the growth factor each time it
- *   grows the young generation, so a factor of 1, set after the collection that reached the cap,
- *   holds it there. It doubles at most once per several scavenges, so looking after each
- *   collection is soon enough. When the young generation shrinks well below the cap (the
- *   collection of releaseStartupMemory, or V8's own when the process idles), the factor goes back
- *   to V8's default, so that the next burst of work has its young generation again. Deno reports
- *   no collections to a PerformanceObserver, so there the young generation keeps V8's default.
+ *   grows the young generation. So after each collection the factor is V8's default while a
+ *   doubling stays within the cap, and 1 once it would not. V8 grows the young generation only
+ *   after as many bytes as it holds have survived scavenges since it last grew, so looking after
+ *   each collection is soon enough. When the young generation shrinks (the collection of
+ *   releaseStartupMemory, or V8's own when the process idles), it grows again for the next
+ *   burst of work. The rule reads the capacity, not the size in memory: the size halves when V8
+ *   gives back the idle semi-space, which let a held young generation double past the cap
+ *   (bench/README.md, Memory). Deno reports no collections to a PerformanceObserver, so there the
+ *   young generation keeps V8's default.
  */
 export function holdConsumerHeap(logger: Logger): void {
   if (held) return;
   held = true;
   setFlagsFromString('--heap-growing-percent=100');
-  let frozen = false;
+  let factor = V8_SEMI_SPACE_GROWTH_FACTOR;
   const check = () => {
-    const young = youngGenerationBytes();
-    if (!frozen && young >= YOUNG_GENERATION_CAP_BYTES) {
-      frozen = true;
-      setFlagsFromString('--semi-space-growth-factor=1');
-      logger.debug({ youngGenerationBytes: young }, 'young generation held at its size');
-    } else if (frozen && young <= YOUNG_GENERATION_CAP_BYTES / 2) {
-      // Halving is a real shrink: the size reported while frozen runs a little around the cap.
-      frozen = false;
-      setFlagsFromString(`--semi-space-growth-factor=${V8_SEMI_SPACE_GROWTH_FACTOR}`);
-    }
+    const capacity = youngGenerationCapacity();
+    const next = capacity * V8_SEMI_SPACE_GROWTH_FACTOR <= YOUNG_GENERATION_CAP_BYTES ? V8_SEMI_SPACE_GROWTH_FACTOR : 1;
+    if (next === factor) return;
+    factor = next;
+    setFlagsFromString(`--semi-space-growth-factor=${factor}`);
+    if (factor === 1) logger.debug({ youngGenerationBytes: capacity }, 'young generation held at its size');
   };
   check();
   new PerformanceObserver(check).observe({ entryTypes: ['gc'] });
