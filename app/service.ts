@@ -1,5 +1,6 @@
 // The composition root: opens every dependency once and starts the roles this process plays.
 import type { Config } from '../platform/config/config.ts';
+import { analyseOnceFilled } from '../platform/db/first-statistics.ts';
 import { openDatabase } from '../platform/db/orm.ts';
 import type { Services } from '../platform/http/types.ts';
 import { createOutboxRelay } from '../consumers/relay/outbox-relay.ts';
@@ -36,6 +37,10 @@ export interface RunningService {
 const API_CONNECTIONS = 20;
 const CONSUMER_CONNECTIONS = 16;
 
+// The items table's first statistics (platform/db/first-statistics.ts): looked for every 2 s,
+// gathered from 1,000 items, a few milliseconds of ANALYZE.
+export const FIRST_STATISTICS = { tables: ['items'], rows: 1000, intervalMs: 2000 };
+
 function poolSize(role: Config['role']): number {
   return (role === 'consumers' ? 0 : API_CONNECTIONS) + (role === 'api' ? 0 : CONSUMER_CONNECTIONS);
 }
@@ -56,6 +61,8 @@ export async function startService(config: Config, logger: Logger = createLogger
     const api = config.role === 'consumers' ? undefined : await (await import('./api.ts')).loadApi();
     const orm = await openDatabase({ databaseUrl: config.databaseUrl, logger, poolSize: poolSize(config.role) });
     closers.push(() => orm.close());
+    const statistics = analyseOnceFilled(orm, logger, FIRST_STATISTICS);
+    closers.push(() => statistics.stop());
     // No KAFKA_BROKERS means "run the local broker" (DESIGN §2): start it, or reuse one that answers.
     const brokers = config.kafkaBrokers ?? (await ensureKafka({ dataDir: config.dataDir, logger })).brokers;
     const kafka = await createKafkaClient(config, logger, { clientId: `catalog-${config.role}`, brokers });

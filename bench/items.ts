@@ -13,6 +13,10 @@ import { cpuPerUnit, cpuSnapshot } from './cpu.ts';
 import { dropBenchDatabase, freshBenchDatabase } from './database.ts';
 
 const DURATION = Number(process.env.BENCH_DURATION ?? 20);
+// The created mix in a new database, from its first item, in blocks: whether a new deployment's
+// first minute runs as fast as the rest (platform/db/first-statistics.ts).
+const NEW_DATABASE_BLOCKS = 3;
+const NEW_DATABASE_BLOCK_S = 8;
 const CONNECTIONS = 16;
 const SERVICE_PORT = 18_091;
 const BASELINE_PORT = 18_092;
@@ -28,7 +32,7 @@ const payload = (id: string, price: number) => JSON.stringify({
 interface Figures { rps: number; p50: number; p99: number; errors: number; cpu: Map<string, number> }
 
 /** `server`: the process answering (the service's api role or the baseline), whose CPU a request is read from /proc with Postgres's and this script's (the load generator). */
-async function load(url: string, key: string, mix: 'created' | 'updated' | 'unchanged', seeded: number, server: number): Promise<Figures> {
+async function load(url: string, key: string, mix: 'created' | 'updated' | 'unchanged', seeded: number, server: number, duration = DURATION): Promise<Figures> {
   let counter = 0;
   const prefix = `${mix}-${url.slice(-4)}-${Date.now()}`;
   const roles = new Map([['api', server], ['this script', process.pid]]);
@@ -36,7 +40,7 @@ async function load(url: string, key: string, mix: 'created' | 'updated' | 'unch
   const result = await autocannon({
     url: `${url}${PATH}`,
     connections: CONNECTIONS,
-    duration: DURATION,
+    duration,
     headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
     requests: [{
       method: 'POST',
@@ -121,6 +125,11 @@ async function main(): Promise<void> {
   const baselineUrl = `http://127.0.0.1:${BASELINE_PORT}`;
   try {
     await Promise.all([waitFor(`${serviceUrl}/healthz`), new Promise((done) => bare.once('message', done))]);
+    console.log(`A new database, the created mix from its first item, ${CONNECTIONS} connections, blocks of ${NEW_DATABASE_BLOCK_S} s:`);
+    for (let block = 1; block <= NEW_DATABASE_BLOCKS; block += 1) {
+      const figures = await load(serviceUrl, key, 'created', 0, api.pid!, NEW_DATABASE_BLOCK_S);
+      console.log(`block ${block}  ${figures.rps.toFixed(0).padStart(13)} req/s  p99 ${figures.p99.toFixed(1)} ms`);
+    }
     const seeded = 2000;
     await seed(serviceUrl, key, seeded);
     for (let i = 0; i < seeded; i += 1) await fetch(`${baselineUrl}${PATH}`, { method: 'POST', body: payload(`seed-${i}`, 10) }).then((r) => r.arrayBuffer());
