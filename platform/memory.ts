@@ -57,7 +57,7 @@ export function holdConsumerHeap(logger: Logger): void {
     if (next === factor) return;
     factor = next;
     setFlagsFromString(`--semi-space-growth-factor=${factor}`);
-    if (factor === 1) logger.debug({ youngGenerationBytes: capacity }, 'young generation held at its size');
+    if (factor === 1) logger.debug({ youngGenerationCapacityBytes: capacity }, 'young generation held at its size');
   };
   check();
   new PerformanceObserver(check).observe({ entryTypes: ['gc'] });

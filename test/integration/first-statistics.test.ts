@@ -34,7 +34,7 @@ test('the items table gets its first statistics from the service once it holds t
   assert.ok((await itemsStatistics()).reltuples < 0, 'a new database starts without statistics');
   const items = Array.from({ length: FIRST_STATISTICS.rows }, (_, i) => ({ externalSystem: 'erp', externalId: `first-${i}`, name: `Item ${i}`, price: 1 }));
   expectData(await api.bulkUpsertItems({ items }, clientOptions(service.url, tenant.key)), 200);
-  const deadline = Date.now() + POSTGRES_IDLE_STATS_FLUSH_MS + 3 * FIRST_STATISTICS.intervalMs;
+  const deadline = Date.now() + POSTGRES_IDLE_STATS_FLUSH_MS + 5 * FIRST_STATISTICS.intervalMs;
   let statistics = await itemsStatistics();
   while (statistics.last_analyze === null && Date.now() < deadline) {
     await sleep(FIRST_STATISTICS.intervalMs / 4);
