@@ -7,18 +7,13 @@ import type { Logger } from './log/logger.ts';
 /** Two 32 MB semi-spaces: V8's own maximum where pointers are compressed (Chrome); Node's is twice that. */
 export const YOUNG_GENERATION_CAP_BYTES = 64 * 1024 * 1024;
 
-const newSpace = () => getHeapSpaceStatistics().find((space) => space.space_name === 'new_space');
-
-/** What the young generation holds in memory now. */
-export const youngGenerationBytes = () => newSpace()?.space_size ?? 0;
-
 /**
  * What the young generation may hold: both semi-spaces at their capacity. Its size in memory is
  * not that: after a full collection that reduces memory, V8 gives back the idle semi-space and
  * reports half, until the next scavenge takes it again.
  */
 const youngGenerationCapacity = () => {
-  const space = newSpace();
+  const space = getHeapSpaceStatistics().find(({ space_name }) => space_name === 'new_space');
   return space ? 2 * (space.space_used_size + space.space_available_size) : 0;
 };
 

@@ -4,12 +4,15 @@ import { execFileSync } from 'node:child_process';
 import { test } from 'node:test';
 import { YOUNG_GENERATION_CAP_BYTES } from '../../platform/memory.ts';
 
-// Each child's first lines: the module under test, and `work(rounds)`, which allocates like an
-// import does (most objects die young, a rolling window survives several scavenges), yielding
-// between rounds so the process's observers run, and returns the largest size the young
-// generation had. Its window is dropped when it returns.
+// Each child's first lines: the module under test; `youngGenerationBytes()`, what the young
+// generation holds in memory now; and `work(rounds)`, which allocates like an import does (most
+// objects die young, a rolling window survives several scavenges), yielding between rounds so
+// the process's observers run, and returns the largest size the young generation had. Its window
+// is dropped when it returns.
 const PRELUDE = `
-  const { holdConsumerHeap, releaseStartupMemory, youngGenerationBytes } = await import(${JSON.stringify(new URL('../../platform/memory.ts', import.meta.url).href)});
+  const { holdConsumerHeap, releaseStartupMemory } = await import(${JSON.stringify(new URL('../../platform/memory.ts', import.meta.url).href)});
+  const { getHeapSpaceStatistics } = await import('node:v8');
+  const youngGenerationBytes = () => getHeapSpaceStatistics().find(({ space_name }) => space_name === 'new_space').space_size;
   const work = async (rounds) => {
     const window = [];
     let peak = 0;
