@@ -7,7 +7,8 @@ import { addNormalized, upsertPrepared } from './upsert.ts';
 import type { PreparedItems, UpsertEntry } from './upsert.ts';
 
 interface SingleUpsert {
-  readonly db: Db;
+  /** The request's entity manager, made on first use: a group uses only its first member's. */
+  readonly db: () => Db;
   readonly item: NormalizedItem;
   readonly mediaRefreshAgeHours: number;
 }
@@ -21,7 +22,7 @@ interface SingleUpsert {
 const submit = groupCommit<SingleUpsert, UpsertEntry>(async (catalogId, group) => {
   const valid = group.map(({ item }, index) => ({ index, item }));
   const [{ db, mediaRefreshAgeHours }] = group as [SingleUpsert];
-  return upsertPrepared(db, catalogId, { entries: new Array(group.length), valid }, { mediaRefreshAgeHours, returnStored: true });
+  return upsertPrepared(db(), catalogId, { entries: new Array(group.length), valid }, { mediaRefreshAgeHours, returnStored: true });
 }, { maxGroup: 200, retryAlone: true });
 
 /**
@@ -30,7 +31,7 @@ const submit = groupCommit<SingleUpsert, UpsertEntry>(async (catalogId, group) =
  * database are written together, one lookup and one write for all of them instead of two
  * statements each, with the same outcomes as one after the other in arrival order.
  */
-export function upsertOne(db: Db, catalogId: string, input: unknown, options: { mediaRefreshAgeHours: number }): Promise<UpsertEntry> {
+export function upsertOne(db: () => Db, catalogId: string, input: unknown, options: { mediaRefreshAgeHours: number }): Promise<UpsertEntry> {
   const prepared: PreparedItems = { entries: [], valid: [] };
   addNormalized(prepared, normalizeItem(input, ''), 0);
   const [invalid] = prepared.entries;

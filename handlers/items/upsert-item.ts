@@ -6,11 +6,13 @@ import { itemWithStoredUrls } from '../../domain/media/stored-urls.ts';
 import type { Handler } from '../../platform/http/types.ts';
 import { linksOf } from '../media/links.ts';
 
-export const upsertItem: Handler = async ({ em, auth, body, services }) => {
-  const entry = await upsertOne(em, auth.catalogId, body, { mediaRefreshAgeHours: services.config.media.refreshAgeHours });
+export const upsertItem: Handler = async (context) => {
+  const { auth, body, services } = context;
+  // `context.em` is made when first read: only a group's first request and a lost race need one.
+  const entry = await upsertOne(() => context.em, auth.catalogId, body, { mediaRefreshAgeHours: services.config.media.refreshAgeHours });
   if (entry.status === 'error') throw entry.error;
   // The write returns the stored item; it is read back only after a lost race.
-  const item = await itemWithStoredUrls(entry.stored ? itemView(entry.stored) : await getItem(em, auth.catalogId, entry.item.externalSystem, entry.item.externalId), linksOf(services));
+  const item = await itemWithStoredUrls(entry.stored ? itemView(entry.stored) : await getItem(context.em, auth.catalogId, entry.item.externalSystem, entry.item.externalId), linksOf(services));
   return {
     status: entry.status === 'created' ? 201 : 200,
     data: { outcome: entry.status, serviceId: entry.serviceId, contentHash: entry.item.contentHash, item },

@@ -9,7 +9,8 @@ import { RateLimitedError, httpError } from './errors.ts';
 import { withIdempotency } from './idempotency.ts';
 import { pathParameters, schemaErrors, uniqueDetails, unstorableRequestTexts, validationDetails } from './request-validation.ts';
 import { rateLimitHeaders, sendError, sendResult } from './respond.ts';
-import type { Handler, Services } from './types.ts';
+import type { Logger } from '../log/logger.ts';
+import type { Handler, HandlerContext, Services } from './types.ts';
 
 const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];
 
@@ -113,32 +114,34 @@ export async function serveApi(
     const coerced = (validation.coerced ?? {}) as { query?: Record<string, unknown>; params?: Record<string, string> };
     const parsed = coerced.params && coerced.query ? undefined : services.contract.backend.router.parseRequest(parsedRequest, operation);
     const handler = handlers.get(operationId)!;
-    const context = {
-      operationId,
-      requestId,
-      auth: outcome.auth!,
-      params: coerced.params ?? (parsed!.params as Record<string, string>),
-      query: coerced.query ?? (parsed!.query as Record<string, unknown>),
-      headers: req.headers,
-      body,
-      services,
-      logger: services.logger.child({ requestId }),
-      em: services.orm.em.fork(),
+    const params = coerced.params ?? (parsed!.params as Record<string, string>);
+    const query = coerced.query ?? (parsed!.query as Record<string, unknown>);
+    // The request's logger and entity manager are made on first use: most requests never log, and
+    // a group of single upserts runs on one entity manager, not one per request. Each costs a few
+    // percent of a single upsert's CPU (bench/README.md, bench:items).
+    let logger: Logger | undefined;
+    const contextWith = (makeEm: () => HandlerContext['em']): HandlerContext => {
+      let em: HandlerContext['em'] | undefined;
+      return {
+        operationId, requestId, auth: outcome.auth!, params, query, headers: req.headers, body, services,
+        get em() {
+          return (em ??= makeEm());
+        },
+        get logger() {
+          return (logger ??= services.logger.child({ requestId }));
+        },
+      };
     };
     const idempotencyKey = req.headers['idempotency-key'];
     const keyed = typeof idempotencyKey === 'string' && acceptsIdempotencyKey(operation) && outcome.auth;
-    let attempt = 0;
-    const run = () => {
-      // Each try on an entity manager of its own: the one of a failed try may hold its state.
-      const em = attempt++ === 0 ? context.em : services.orm.em.fork();
-      return keyed
-        ? withIdempotency(
-          em,
-          { catalogId: outcome.auth!.catalogId, operation: operationId, key: idempotencyKey, path: url.pathname, body },
-          (tx) => handler({ ...context, em: tx }),
-        )
-        : handler({ ...context, em });
-    };
+    // Each try on an entity manager of its own: the one of a failed try may hold its state.
+    const run = () => keyed
+      ? withIdempotency(
+        services.orm.em.fork(),
+        { catalogId: outcome.auth!.catalogId, operation: operationId, key: idempotencyKey, path: url.pathname, body },
+        (tx) => handler(contextWith(() => tx)),
+      )
+      : handler(contextWith(() => services.orm.em.fork()));
     // A keyed request is safe too: its stored answer is committed with its effects.
     const result = SAFE_METHODS.has(request.method) || IDEMPOTENT_OPERATIONS.has(operationId) || keyed
       ? await retryOnConnectionLoss(run)

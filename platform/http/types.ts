@@ -44,8 +44,8 @@ export interface HandlerContext<Body = unknown> {
   services: Services;
   logger: Logger;
   /**
-   * A request-scoped entity manager. With an Idempotency-Key it is already inside the
-   * transaction that records the key: domain code must do its writes through it.
+   * A request-scoped entity manager, made on first use. With an Idempotency-Key it is already
+   * inside the transaction that records the key: domain code must do its writes through it.
    */
   em: EntityManager;
 }

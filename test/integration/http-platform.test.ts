@@ -146,6 +146,18 @@ test('query parameters named __proto__ or constructor are refused by name like a
   }
 });
 
+test('an item payload with an undeclared query parameter is refused by name, before anything is stored', async () => {
+  const externalId = `query-${Date.now()}`;
+  const body = JSON.stringify({ externalSystem: 'erp', externalId, name: 'Queried', price: 1 });
+  const { response, body: answer } = await checkedFetch(`${api}/items/upsert?zz=1`, json(tenant.key, body));
+  assert.equal(response.status, 400, JSON.stringify(answer));
+  assert.deepEqual(answer.error.details.map((d: { path: string }) => d.path), ['query.zz']);
+  const stored = await checkedFetch(`${api}/items/erp/${externalId}`, { headers: { authorization: `Bearer ${tenant.key}` } });
+  assert.equal(stored.response.status, 404);
+  const accepted = await checkedFetch(`${api}/items/upsert`, json(tenant.key, body));
+  assert.equal(accepted.response.status, 201);
+});
+
 test('GET /openapi.json refuses an unknown query parameter (400) and an invalid key (401), as its contract says', async () => {
   const unknown = await checkedFetch(`${api}/openapi.json?zz=1`);
   assert.equal(unknown.response.status, 400);
