@@ -1,11 +1,16 @@
 // `npm run bench:items`: single upserts (created, updated, unchanged mixes) at 16 connections against
-// the service and a bare baseline, then bulk upserts of 1000-item bodies; prints both side by side.
+// the service and a bare baseline, a catalog's groups of single upserts alone, then bulk upserts of
+// 1000-item bodies; prints them side by side.
 import { fork, spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { resolve } from 'node:path';
 import autocannon from 'autocannon';
 import { createApiKey } from '../domain/access/key-store.ts';
 import { createCatalog } from '../domain/access/catalogs.ts';
+import { normalizeItem } from '../domain/items/payload.ts';
+import { addNormalized, upsertPrepared } from '../domain/items/upsert.ts';
+import type { PreparedItems } from '../domain/items/upsert.ts';
+import type { Db } from '../platform/db/sql.ts';
 import { openDatabase } from '../platform/db/orm.ts';
 import { createLogger } from '../platform/log/logger.ts';
 import { ensureKafka } from '../scripts/kafka.ts';
@@ -98,6 +103,40 @@ function waitFor(url: string): Promise<void> {
   });
 }
 
+// A catalog's single upserts go to the database one group at a time (domain/items/single-upserts.ts);
+// at 16 connections a group holds 7–8 requests.
+const GROUP = Number(process.env.BENCH_GROUP ?? 8);
+const GROUPS = 500;
+
+/**
+ * The groups alone: the service's own code for a group (lookup, write, the stored items back),
+ * in this process, one group after another, no HTTP. A catalog's single upserts cannot go faster
+ * than this, whatever the api's HTTP work costs; the first GROUPS / 5 groups warm up uncounted.
+ */
+async function groupsAlone(db: Db, catalogId: string, mix: 'created' | 'updated', seeded: number, run: string): Promise<{ perSecond: number; cpu: Map<string, number> }> {
+  let counter = 0;
+  const group = (): PreparedItems => {
+    const prepared: PreparedItems = { entries: [], valid: [] };
+    for (let i = 0; i < GROUP; i += 1, counter += 1) {
+      const body = mix === 'created' ? payload(`alone-${run}-${counter}`, 10) : payload(`seed-${counter % seeded}`, 1_000 + counter);
+      addNormalized(prepared, normalizeItem(JSON.parse(body), ''), i);
+    }
+    return prepared;
+  };
+  const write = async (groups: number) => {
+    for (let g = 0; g < groups; g += 1) {
+      const entries = await upsertPrepared(db, catalogId, group(), { mediaRefreshAgeHours: 24, returnStored: true });
+      if (entries.some((entry) => entry.status !== mix)) throw new Error(`groups alone, ${mix}: ${entries.map((entry) => entry.status).join(', ')}`);
+    }
+  };
+  await write(GROUPS / 5);
+  const before = cpuSnapshot(new Map([['this script', process.pid]]));
+  const started = performance.now();
+  await write(GROUPS);
+  const seconds = (performance.now() - started) / 1000;
+  return { perSecond: (GROUPS * GROUP) / seconds, cpu: cpuPerUnit(before, cpuSnapshot(new Map([['this script', process.pid]])), GROUPS * GROUP) };
+}
+
 /** server, Postgres, load and their total, µs a request. */
 function cpuCells(cpu: ReadonlyMap<string, number>): string {
   const parts = [cpu.get('api') ?? 0, cpu.get('Postgres') ?? 0, cpu.get('this script') ?? 0];
@@ -136,9 +175,11 @@ async function main(): Promise<void> {
     console.log(`Single upserts, ${CONNECTIONS} connections, ${DURATION} s per mix (service | baseline: node:http + pg, one INSERT … ON CONFLICT):`);
     console.log('mix        service req/s  p50 ms  p99 ms | baseline req/s  p50 ms  p99 ms | ratio  target (#23): ≥ 90 %, p99 ≤ 15 ms');
     const cpuLines: string[] = [];
+    const baselineRps = new Map<string, number>();
     for (const mix of ['created', 'updated', 'unchanged'] as const) {
       const ours = await load(serviceUrl, key, mix, seeded, api.pid!);
       const base = await load(baselineUrl, key, mix, seeded, bare.pid!);
+      baselineRps.set(mix, base.rps);
       cpuLines.push(`${mix.padEnd(10)} ${cpuCells(ours.cpu)} | ${cpuCells(base.cpu)}`);
       const ratio = ours.rps / base.rps;
       console.log(`${mix.padEnd(10)} ${ours.rps.toFixed(0).padStart(13)} ${ours.p50.toFixed(1).padStart(7)} ${ours.p99.toFixed(1).padStart(7)} | ${base.rps.toFixed(0).padStart(14)} ${base.p50.toFixed(1).padStart(7)} ${base.p99.toFixed(1).padStart(7)} | ${(ratio * 100).toFixed(0).padStart(4)} %  ${ratio >= 0.9 && ours.p99 <= 15 ? 'met' : 'MISSED'}${ours.errors + base.errors > 0 ? `  (non-2xx/errors: ${ours.errors}/${base.errors})` : ''}`);
@@ -146,8 +187,19 @@ async function main(): Promise<void> {
     console.log('CPU µs a request (server: the api role | the baseline; Postgres: the whole server; load: this script, autocannon):');
     console.log(`mix        ${['server', 'Postgres', 'load', 'total'].map((h) => h.padStart(9)).join('')} | ${['server', 'Postgres', 'load', 'total'].map((h) => h.padStart(9)).join('')}`);
     for (const line of cpuLines) console.log(line);
-    const bodies = Number(process.env.BENCH_BULK_BODIES ?? 30);
     const run = Date.now().toString(36);
+    console.log(`A catalog's groups alone, ${GROUP} single upserts a group, one group at a time: the service's code in this process, no HTTP (the most one catalog's single upserts can reach):`);
+    const groupsOrm = await openDatabase({ databaseUrl, logger, poolSize: 2 });
+    try {
+      for (const mix of ['created', 'updated'] as const) {
+        const alone = await groupsAlone(groupsOrm.em.fork(), service.id, mix, seeded, run);
+        const share = alone.perSecond / baselineRps.get(mix)!;
+        console.log(`${mix.padEnd(10)} ${alone.perSecond.toFixed(0).padStart(8)} items/s, ${(share * 100).toFixed(0).padStart(3)} % of the baseline's req/s above; CPU µs an item: this process ${alone.cpu.get('this script')?.toFixed(0)}, Postgres ${alone.cpu.get('Postgres')?.toFixed(0)}`);
+      }
+    } finally {
+      await groupsOrm.close();
+    }
+    const bodies = Number(process.env.BENCH_BULK_BODIES ?? 30);
     const fresh = await bulk(serviceUrl, key, bodies, true, run);
     await bulk(serviceUrl, key, bodies, false, run);
     const unchanged = await bulk(serviceUrl, key, bodies, false, run);
