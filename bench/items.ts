@@ -7,9 +7,7 @@ import { resolve } from 'node:path';
 import autocannon from 'autocannon';
 import { createApiKey } from '../domain/access/key-store.ts';
 import { createCatalog } from '../domain/access/catalogs.ts';
-import { normalizeItem } from '../domain/items/payload.ts';
-import { addNormalized, upsertPrepared } from '../domain/items/upsert.ts';
-import type { PreparedItems } from '../domain/items/upsert.ts';
+import { upsertItems } from '../domain/items/upsert.ts';
 import type { Db } from '../platform/db/sql.ts';
 import { openDatabase } from '../platform/db/orm.ts';
 import { createLogger } from '../platform/log/logger.ts';
@@ -115,26 +113,23 @@ const GROUPS = 500;
  */
 async function groupsAlone(db: Db, catalogId: string, mix: 'created' | 'updated', seeded: number, run: string): Promise<{ perSecond: number; cpu: Map<string, number> }> {
   let counter = 0;
-  const group = (): PreparedItems => {
-    const prepared: PreparedItems = { entries: [], valid: [] };
-    for (let i = 0; i < GROUP; i += 1, counter += 1) {
-      const body = mix === 'created' ? payload(`alone-${run}-${counter}`, 10) : payload(`seed-${counter % seeded}`, 1_000 + counter);
-      addNormalized(prepared, normalizeItem(JSON.parse(body), ''), i);
-    }
-    return prepared;
-  };
+  const group = () => Array.from({ length: GROUP }, () => {
+    counter += 1;
+    return JSON.parse(mix === 'created' ? payload(`alone-${run}-${counter}`, 10) : payload(`seed-${counter % seeded}`, 1_000 + counter)) as unknown;
+  });
   const write = async (groups: number) => {
     for (let g = 0; g < groups; g += 1) {
-      const entries = await upsertPrepared(db, catalogId, group(), { mediaRefreshAgeHours: 24, returnStored: true });
+      const entries = await upsertItems(db, catalogId, group(), { mediaRefreshAgeHours: 24, returnStored: true });
       if (entries.some((entry) => entry.status !== mix)) throw new Error(`groups alone, ${mix}: ${entries.map((entry) => entry.status).join(', ')}`);
     }
   };
   await write(GROUPS / 5);
-  const before = cpuSnapshot(new Map([['this script', process.pid]]));
+  const roles = new Map([['this script', process.pid]]);
+  const before = cpuSnapshot(roles);
   const started = performance.now();
   await write(GROUPS);
   const seconds = (performance.now() - started) / 1000;
-  return { perSecond: (GROUPS * GROUP) / seconds, cpu: cpuPerUnit(before, cpuSnapshot(new Map([['this script', process.pid]])), GROUPS * GROUP) };
+  return { perSecond: (GROUPS * GROUP) / seconds, cpu: cpuPerUnit(before, cpuSnapshot(roles), GROUPS * GROUP) };
 }
 
 /** server, Postgres, load and their total, µs a request. */
