@@ -74,6 +74,13 @@ const LOOKUP_ONE = prepared(`
 // domain/items/single-upserts.ts). An item found with the hash its input has will not be
 // written, so its SKU owner, category and brand are not looked up: the condition on the outer
 // row alone makes each of those subqueries a one-time filter, skipped before any index probe.
+// `LIMIT $8`, the number of items, never cuts a row (one comes back per item). It is there for
+// the plan cache: a generic plan counts an array parameter as 10 elements, a custom plan the
+// group's real size. Unless a connection's first groups held more than 10, Postgres judged the
+// generic plan dearer and planned this statement anew on every run, which took twice as long as
+// running it. A limit it cannot see makes it reckon a tenth of the rows, so after its first
+// five runs a connection keeps the generic plan: the same nested loop of index probes
+// (bench/README.md, #23).
 const LOOKUP_MANY = prepared(`
     SELECT t.ord, v.*, o.id AS owner_id, o.external_system AS owner_s, o.external_id AS owner_e, o.content_hash AS owner_h,
       (SELECT c.id FROM categories c WHERE v.content_hash IS DISTINCT FROM t.h AND c.catalog_id = $1 AND c.name_key = t.ck) AS found_category,
@@ -81,7 +88,8 @@ const LOOKUP_MANY = prepared(`
     FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[]) WITH ORDINALITY AS t(s, e, h, sku, ck, bk, ord)
     LEFT JOIN LATERAL (${ITEM_SELECT} WHERE i.catalog_id = $1 AND i.external_system = t.s AND i.external_id = t.e LIMIT 1) v ON true
     LEFT JOIN LATERAL (SELECT o.id, o.external_system, o.external_id, o.content_hash FROM items o
-      WHERE v.content_hash IS DISTINCT FROM t.h AND o.catalog_id = $1 AND o.sku = t.sku LIMIT 1) o ON true`);
+      WHERE v.content_hash IS DISTINCT FROM t.h AND o.catalog_id = $1 AND o.sku = t.sku LIMIT 1) o ON true
+    LIMIT $8`);
 
 type LookupOneRow = Partial<ItemRow> & {
   owner_id: string | null;
@@ -133,7 +141,7 @@ export async function lookup(db: Db, catalogId: string, items: readonly Normaliz
     const column = (pick: (item: NormalizedItem) => string | null) => items.map(pick);
     const rows = await query<LookupOneRow & { ord: string }>(db, LOOKUP_MANY, [catalogId, column((i) => i.externalSystem),
       column((i) => i.externalId), column((i) => i.contentHash), column((i) => i.sku), column((i) => nameKeyOf(i.category)),
-      column((i) => nameKeyOf(i.brand))]);
+      column((i) => nameKeyOf(i.brand)), items.length]);
     for (const row of rows) addFound(result, items[Number(row.ord) - 1]!, row);
     return result;
   }

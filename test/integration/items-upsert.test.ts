@@ -241,3 +241,28 @@ test('concurrent upserts share statements, yet each gets the answer it would get
     assert.deepEqual(typesOf(`GROUP-${i}`), i < 5 ? ['item.created'] : ['item.created', 'item.updated'], `GROUP-${i}`);
   }
 });
+
+test('groups keep their answers once the connections plan the group lookup once (past five runs each)', async () => {
+  // Postgres plans a prepared statement afresh for its first five runs on a connection, then
+  // may keep one generic plan (store-lookup.ts): 60 groups spread over the api's connections.
+  const item = (id: string, overrides: Partial<ItemPayload> = {}) =>
+    mug({ externalId: id, sku: `${id}-SKU`, media: [], category: { name: 'Waves' }, ...overrides });
+  const row = async (id: string) => (await sql.query(
+    'SELECT xmin::text AS xmin, xmax::text AS xmax FROM items WHERE catalog_id = $1 AND external_id = $2', [tenant.catalogId, id])).rows[0];
+  for (let wave = 0; wave < 60; wave += 1) {
+    for (const id of [`WAVE-${wave}-SAME`, `WAVE-${wave}-OLD`]) expectData(await api.upsertItem(item(id), opts()), 201);
+    const stored = await row(`WAVE-${wave}-SAME`);
+    const answers = await Promise.all([
+      api.upsertItem(item(`WAVE-${wave}-NEW`), opts()),
+      api.upsertItem(item(`WAVE-${wave}-OLD`, { price: wave + 100 }), opts()),
+      api.upsertItem(item(`WAVE-${wave}-THIEF`, { sku: `WAVE-${wave}-OLD-SKU` }), opts()),
+      api.upsertItem(item(`WAVE-${wave}-SAME`), opts()),
+    ]);
+    assert.deepEqual(answers.map((a) => (a.status === 200 || a.status === 201 ? `${a.status} ${a.data.data.outcome}` : `${a.status} ${a.data.error.code}`)),
+      ['201 created', '200 updated', '409 conflict', '200 unchanged'], `wave ${wave}`);
+    assert.equal(expectData(answers[1]!, 200).item.price, wave + 100);
+    // Found by the group's lookup, the unchanged item is never written nor even locked.
+    assert.deepEqual(await row(`WAVE-${wave}-SAME`), stored, `wave ${wave}`);
+    assert.equal(stored.xmax, '0');
+  }
+});
