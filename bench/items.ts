@@ -105,17 +105,25 @@ function waitFor(url: string): Promise<void> {
 // at 16 connections a group holds 7–8 requests.
 const GROUP = Number(process.env.BENCH_GROUP ?? 8);
 const GROUPS = 500;
+// Groups of one and of sixteen, beside GROUP: what a group costs whatever its size, and what each item adds.
+const SMALL_GROUP = 1;
+const LARGE_GROUP = 16;
+
+// One count for every call, so that an updated item never gets a price it had in an earlier call.
+let aloneCounter = 0;
+
+interface Alone { perSecond: number; groupUs: number; cpu: Map<string, number> }
 
 /**
  * The groups alone: the service's own code for a group (lookup, write, the stored items back),
  * in this process, one group after another, no HTTP. A catalog's single upserts cannot go faster
  * than this, whatever the api's HTTP work costs; the first GROUPS / 5 groups warm up uncounted.
+ * `cpu` is per group.
  */
-async function groupsAlone(db: Db, catalogId: string, mix: 'created' | 'updated', seeded: number, run: string): Promise<{ perSecond: number; cpu: Map<string, number> }> {
-  let counter = 0;
-  const group = () => Array.from({ length: GROUP }, () => {
-    counter += 1;
-    return JSON.parse(mix === 'created' ? payload(`alone-${run}-${counter}`, 10) : payload(`seed-${counter % seeded}`, 1_000 + counter)) as unknown;
+async function groupsAlone(db: Db, catalogId: string, mix: 'created' | 'updated', seeded: number, run: string, size: number): Promise<Alone> {
+  const group = () => Array.from({ length: size }, () => {
+    aloneCounter += 1;
+    return JSON.parse(mix === 'created' ? payload(`alone-${run}-${aloneCounter}`, 10) : payload(`seed-${aloneCounter % seeded}`, 1_000 + aloneCounter)) as unknown;
   });
   const write = async (groups: number) => {
     for (let g = 0; g < groups; g += 1) {
@@ -128,8 +136,19 @@ async function groupsAlone(db: Db, catalogId: string, mix: 'created' | 'updated'
   const before = cpuSnapshot(roles);
   const started = performance.now();
   await write(GROUPS);
-  const seconds = (performance.now() - started) / 1000;
-  return { perSecond: (GROUPS * GROUP) / seconds, cpu: cpuPerUnit(before, cpuSnapshot(roles), GROUPS * GROUP) };
+  const ms = performance.now() - started;
+  return { perSecond: (GROUPS * size * 1000) / ms, groupUs: (ms * 1000) / GROUPS, cpu: cpuPerUnit(before, cpuSnapshot(roles), GROUPS) };
+}
+
+/** A group's cost as `fixed + perItem × size`, from groups of SMALL_GROUP and LARGE_GROUP: time, then this process's and Postgres's CPU. */
+function groupCostLine(small: Alone, large: Alone): string {
+  const fit = (at: (alone: Alone) => number) => {
+    const perItem = (at(large) - at(small)) / (LARGE_GROUP - SMALL_GROUP);
+    return { fixed: at(small) - perItem * SMALL_GROUP, perItem };
+  };
+  const parts = [fit((a) => a.groupUs), fit((a) => a.cpu.get('this script') ?? 0), fit((a) => a.cpu.get('Postgres') ?? 0)];
+  const [time, own, postgres] = parts.map(({ fixed, perItem }) => `${fixed.toFixed(0)} + ${perItem.toFixed(0)}`);
+  return `a group, µs: ${time} an item (CPU: this process ${own}, Postgres ${postgres}); ${SMALL_GROUP} a group: ${small.perSecond.toFixed(0)} items/s, ${LARGE_GROUP}: ${large.perSecond.toFixed(0)}`;
 }
 
 /** server, Postgres, load and their total, µs a request. */
@@ -185,15 +204,21 @@ async function main(): Promise<void> {
     const run = Date.now().toString(36);
     console.log(`A catalog's groups alone, ${GROUP} single upserts a group, one group at a time: the service's code in this process, no HTTP (the most one catalog's single upserts can reach):`);
     const groupsOrm = await openDatabase({ databaseUrl, logger, poolSize: 2 });
+    const costLines: string[] = [];
     try {
       for (const mix of ['created', 'updated'] as const) {
-        const alone = await groupsAlone(groupsOrm.em.fork(), service.id, mix, seeded, run);
+        const sizes: Alone[] = [];
+        for (const size of [SMALL_GROUP, GROUP, LARGE_GROUP]) sizes.push(await groupsAlone(groupsOrm.em.fork(), service.id, mix, seeded, run, size));
+        const [small, alone, large] = sizes as [Alone, Alone, Alone];
         const share = alone.perSecond / baselineRps.get(mix)!;
-        console.log(`${mix.padEnd(10)} ${alone.perSecond.toFixed(0).padStart(8)} items/s, ${(share * 100).toFixed(0).padStart(3)} % of the baseline's req/s above; CPU µs an item: this process ${alone.cpu.get('this script')?.toFixed(0)}, Postgres ${alone.cpu.get('Postgres')?.toFixed(0)}`);
+        console.log(`${mix.padEnd(10)} ${alone.perSecond.toFixed(0).padStart(8)} items/s, ${(share * 100).toFixed(0).padStart(3)} % of the baseline's req/s above; CPU µs an item: this process ${(alone.cpu.get('this script')! / GROUP).toFixed(0)}, Postgres ${(alone.cpu.get('Postgres')! / GROUP).toFixed(0)}`);
+        costLines.push(`${mix.padEnd(10)} ${groupCostLine(small, large)}`);
       }
     } finally {
       await groupsOrm.close();
     }
+    console.log(`What a group costs whatever its size, and what each item adds (from groups of ${SMALL_GROUP} and ${LARGE_GROUP}):`);
+    for (const line of costLines) console.log(line);
     const bodies = Number(process.env.BENCH_BULK_BODIES ?? 30);
     const fresh = await bulk(serviceUrl, key, bodies, true, run);
     await bulk(serviceUrl, key, bodies, false, run);
