@@ -207,9 +207,10 @@ async function main(): Promise<void> {
     const costLines: string[] = [];
     try {
       for (const mix of ['created', 'updated'] as const) {
-        const sizes: Alone[] = [];
-        for (const size of [SMALL_GROUP, GROUP, LARGE_GROUP]) sizes.push(await groupsAlone(groupsOrm.em.fork(), service.id, mix, seeded, run, size));
-        const [small, alone, large] = sizes as [Alone, Alone, Alone];
+        const ofSize = (size: number) => groupsAlone(groupsOrm.em.fork(), service.id, mix, seeded, run, size);
+        const small = await ofSize(SMALL_GROUP);
+        const alone = await ofSize(GROUP);
+        const large = await ofSize(LARGE_GROUP);
         const share = alone.perSecond / baselineRps.get(mix)!;
         console.log(`${mix.padEnd(10)} ${alone.perSecond.toFixed(0).padStart(8)} items/s, ${(share * 100).toFixed(0).padStart(3)} % of the baseline's req/s above; CPU µs an item: this process ${(alone.cpu.get('this script')! / GROUP).toFixed(0)}, Postgres ${(alone.cpu.get('Postgres')! / GROUP).toFixed(0)}`);
         costLines.push(`${mix.padEnd(10)} ${groupCostLine(small, large)}`);
