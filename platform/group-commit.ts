@@ -1,4 +1,5 @@
 // Group commit: calls for one key that arrive while that key's previous write is in flight share the next write.
+import { detached } from './async-context.ts';
 
 export interface GroupCommitOptions {
   /** A group is written by one call; past this size the rest wait for the next one, so a group's latency stays bounded. */
@@ -56,6 +57,7 @@ export function groupCommit<T, R>(
     }
     const started = [{ item, resolve, reject }];
     waiting.set(key, started);
-    void drain(key, started);
+    // The drain writes later callers' items too: it must not run in the first caller's context.
+    void detached(() => drain(key, started));
   });
 }

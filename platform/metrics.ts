@@ -1,5 +1,6 @@
 // Prometheus metrics of the process, one registry built by the root: HTTP traffic, import lines, webhook attempts, outbox lag, runtime.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { detached } from './async-context.ts';
 
 export interface Metrics {
   readonly registry: Registry;
@@ -57,7 +58,7 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
     // Both series come from one reading, taken by whichever of the two is collected first.
     let reading: Promise<OutboxBacklog | undefined> | undefined;
     const read = () => {
-      reading ??= backlog().catch(() => undefined).finally(() => setImmediate(() => { reading = undefined; }));
+      reading ??= detached(backlog).catch(() => undefined).finally(() => setImmediate(() => { reading = undefined; }));
       return reading;
     };
     const series = [

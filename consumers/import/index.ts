@@ -4,6 +4,7 @@ import { recordProcessingFailure } from '../../domain/imports/parking.ts';
 import { processImport } from '../../domain/imports/process.ts';
 import type { ImportMessage } from '../../domain/imports/job-store.ts';
 import { expireUploadWindows, jobsToResume } from '../../domain/imports/sweep.ts';
+import { detached } from '../../platform/async-context.ts';
 import type { Config } from '../../platform/config/config.ts';
 import { isConnectionError } from '../../platform/db/connections.ts';
 import { isId } from '../../platform/ids.ts';
@@ -73,11 +74,12 @@ export async function startImportConsumer(options: ImportConsumerOptions): Promi
   const runJob = (jobId: string, heartbeat?: () => Promise<void>): Promise<unknown> => {
     const current = running.get(jobId);
     if (current) return current;
-    const run = processImport({
+    // A job outlives the message or sweep that started it, and later callers share it.
+    const run = detached(() => processImport({
       orm: options.orm, storage, databaseUrl: options.config.databaseUrl, logger: log, mediaRefreshAgeHours: options.config.media.refreshAgeHours,
       ...(heartbeat ? { heartbeat } : {}), stopping: () => stopping,
       ...(options.metrics ? { onCommitted: countLines(options.metrics) } : {}),
-    }, jobId)
+    }, jobId))
       .catch((error: unknown) => afterFailure(jobId, error))
       .finally(() => running.delete(jobId));
     running.set(jobId, run);

@@ -1,6 +1,7 @@
 // E-mails the owner of each disabled webhook exactly once: claimed under a row lock, marked sent in the same transaction.
 import { lockPendingNotice, markNoticeSent } from '../../domain/webhooks/subscriptions.ts';
 import type { DisableNotice } from '../../domain/webhooks/subscriptions.ts';
+import { detached } from '../../platform/async-context.ts';
 import type { Db } from '../../platform/db/sql.ts';
 import type { Logger } from '../../platform/log/logger.ts';
 import type { MailMessage, Mailer } from '../../platform/mail/mailer.ts';
@@ -55,7 +56,8 @@ export function createDisableNotices(db: Db, mailer: Mailer, logger: Logger): Di
         again = true;
         return running;
       }
-      running = (async () => {
+      // Asked for from inside the dispatcher's settlement; it outlives that and shares nothing of it.
+      running = detached(async () => {
         do {
           again = false;
           try {
@@ -65,7 +67,7 @@ export function createDisableNotices(db: Db, mailer: Mailer, logger: Logger): Di
           }
         } while (again);
         running = undefined;
-      })();
+      });
       return running;
     },
   };

@@ -1,4 +1,5 @@
 // The image edge: file-type says what the bytes are, sharp (configured here, once) reads and decodes them under a pixel limit.
+import { detached } from '../../platform/async-context.ts';
 
 /** Decompression bombs: a few KB of PNG can declare a 20,000 × 20,000 canvas (400 MP, 1.6 GB decoded). */
 export const MAX_INPUT_PIXELS = 50_000_000;
@@ -20,7 +21,7 @@ let libraries: Promise<{ sharp: Sharp; fileType: FileType }> | undefined;
  * A failed load is tried again with the next image.
  */
 export function imageLibraries() {
-  libraries ??= Promise.all([import('sharp'), import('file-type')]).then(([{ default: sharp }, fileType]) => {
+  libraries ??= detached(() => Promise.all([import('sharp'), import('file-type')])).then(([{ default: sharp }, fileType]) => {
     // Decoded images are not reused, so libvips' operation cache only holds memory.
     sharp.cache(false);
     // One libvips thread per image: images are worked on side by side (as many as cores,

@@ -1,6 +1,7 @@
 // Postgres connections that outlive the server dropping them: the pool gives a lost client back, the one LISTEN helper reconnects, sessions of their own hold session-level locks.
 import pRetry from 'p-retry';
 import pg from 'pg';
+import { detached } from '../async-context.ts';
 import type { Logger } from '../log/logger.ts';
 
 /**
@@ -132,7 +133,8 @@ export function listenToChannel(options: ChannelListenerOptions): ChannelListene
 
   function reconnect(): void {
     if (connecting || stopped.signal.aborted) return;
-    connecting = pRetry(openOnce, {
+    // Started from a lost connection's error handler: the new connection owes it nothing.
+    connecting = detached(() => pRetry(openOnce, {
       retries: Infinity,
       minTimeout: options.minBackoffMs ?? 100,
       maxTimeout: options.maxBackoffMs ?? 5000,
@@ -142,7 +144,7 @@ export function listenToChannel(options: ChannelListenerOptions): ChannelListene
         if (attemptNumber === 1) announceFirst(false);
         log.warn({ err: error, attempt: attemptNumber, retryInMs: retryDelay }, 'LISTEN failed; polling until it works');
       },
-    }).then((opened) => {
+    })).then((opened) => {
       connecting = undefined;
       if (stopped.signal.aborted) {
         void opened.end().catch(() => undefined);

@@ -15,13 +15,23 @@ export { sql };
 export type SqlFragment = RawBuilder<unknown>;
 
 /**
+ * The db's own transaction, or the pool. Never an ambient one: MikroORM's global entity manager
+ * would run in whatever transaction the async context carries, and a context can outlive its
+ * transaction (platform/async-context.ts). A transaction reaches a store as the `db` it is given.
+ */
+function executorOf(db: Db): Kysely<unknown> {
+  const transaction = db.global ? undefined : db.getTransactionContext<Transaction<unknown>>();
+  return (transaction ?? db.getConnection().getClient()) as Kysely<unknown>;
+}
+
+/**
  * Runs a statement: a text with `$1…$n` and its parameters, or a `sql` fragment. Parameters go
  * to Postgres separately (`em.execute` formats them into the text on the client: on the hot
  * paths the large JSON parameters cost a copy and an escape each, and every text is new to the
  * server).
  */
 export async function query<Row>(db: Db, statement: string | SqlFragment, params: readonly unknown[] = []): Promise<Row[]> {
-  const executor = (db.getTransactionContext<Transaction<unknown>>() ?? db.getConnection().getClient()) as Kysely<unknown>;
+  const executor = executorOf(db);
   let compiled: CompiledQuery;
   if (typeof statement === 'string') compiled = CompiledQuery.raw(statement, [...params]);
   else {
@@ -67,6 +77,6 @@ export class PreparingClient extends pg.Client {
  * Outside a transaction it holds a pooled connection until the rows are read or the loop ends.
  */
 export async function* streamQuery<Row>(db: Db, statement: SqlFragment, chunkSize: number): AsyncGenerator<Row> {
-  const executor = (db.getTransactionContext<Transaction<unknown>>() ?? db.getConnection().getClient()) as Kysely<unknown>;
+  const executor = executorOf(db);
   for await (const chunk of executor.getExecutor().stream<Row>(statement.compile(executor) as CompiledQuery<Row>, chunkSize)) yield* chunk.rows;
 }

@@ -1,6 +1,7 @@
 // The HTTP server: request ids, access logs and metrics around the API and operational routes.
 import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import { detached } from '../async-context.ts';
 import { API_PREFIX } from './contract.ts';
 import { createCors } from './cors.ts';
 import type { Cors } from './cors.ts';
@@ -31,7 +32,9 @@ export function createHttpServer(options: HttpServerOptions): Server {
   const { services } = options;
   const cors = createCors(services.config.corsAllowedOrigins);
   // requireHostHeader: Node's own 400 for a missing Host is bare; handle() answers it in the envelope.
-  const server = createServer({ keepAliveTimeout: 65_000, requestTimeout: 300_000, requireHostHeader: false }, (req, res) => {
+  // Each request starts in the root context: on Deno a runtime-dispatched request otherwise runs in
+  // whatever context the last dynamic import was made in (platform/async-context.ts).
+  const server = createServer({ keepAliveTimeout: 65_000, requestTimeout: 300_000, requireHostHeader: false }, (req, res) => detached(() => {
     const started = process.hrtime.bigint();
     const requestId = requestIdOf(req);
     const record: RequestRecord = { operationId: undefined, catalogId: undefined };
@@ -51,7 +54,7 @@ export function createHttpServer(options: HttpServerOptions): Server {
       if (!res.headersSent) sendError(res, error, requestId, { 'x-request-id': requestId });
       else res.destroy();
     });
-  });
+  }));
   // What the HTTP parser refuses never reaches the handler above; answer it in the envelope too.
   server.on('clientError', answerClientError(services.logger));
   return server;

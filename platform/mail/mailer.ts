@@ -2,6 +2,7 @@
 import { mkdir, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Transporter } from 'nodemailer';
+import { detached } from '../async-context.ts';
 import type { Config } from '../config/config.ts';
 import type { Logger } from '../log/logger.ts';
 
@@ -24,7 +25,7 @@ export interface Mailer {
 function lazyTransport(options: string | Record<string, unknown>): { get: () => Promise<Transporter>; close: () => void } {
   let transport: Promise<Transporter> | undefined;
   return {
-    get: () => (transport ??= import('nodemailer').then(({ default: nodemailer }) => nodemailer.createTransport(options))),
+    get: () => (transport ??= detached(() => import('nodemailer')).then(({ default: nodemailer }) => nodemailer.createTransport(options))),
     close: () => void transport?.then((opened) => opened.close(), () => undefined),
   };
 }

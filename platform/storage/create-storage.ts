@@ -1,4 +1,5 @@
 // Builds the object storage the configuration names: the `local` driver, or the `s3` driver loaded on first use.
+import { detached } from '../async-context.ts';
 import type { Config } from '../config/config.ts';
 import { createLocalStorage } from './local.ts';
 import type { ObjectStorage } from './storage.ts';
@@ -12,7 +13,7 @@ export function createStorage(config: Config): ObjectStorage {
 /** The s3 driver, its SDK loaded on first use: processes on the local driver never pay for it. */
 function lazyS3(config: Config): ObjectStorage {
   let loaded: Promise<ObjectStorage> | undefined;
-  const s3 = () => (loaded ??= import('./s3.ts').then((m) => m.createS3Storage(config.s3)));
+  const s3 = () => (loaded ??= detached(() => import('./s3.ts')).then((m) => m.createS3Storage(config.s3)));
   return {
     driver: 's3',
     signUpload: async (path, upload) => (await s3()).signUpload(path, upload),
