@@ -32,11 +32,17 @@ class ApiFailure extends Error {}
 // this many tries the command stops and says where it looked.
 const CONNECT_ATTEMPTS = 3;
 
+// Deno's fetch names the cause in its message only ("…tcp connect error: Connection refused (os error 111)").
+const CODES_IN_MESSAGES: ReadonlyArray<readonly [RegExp, string]> = [
+  [/connection refused/i, 'ECONNREFUSED'], [/dns error|failed to lookup address/i, 'ENOTFOUND'], [/no route to host|host is unreachable/i, 'EHOSTUNREACH'],
+];
+
 /** Why a request got no answer, in words: the cause's code (connection refused, host not found…). */
 function noAnswer(error: unknown): { said: string; unreachable: boolean } {
   const chain: unknown[] = [];
   for (let e = error; e instanceof Error && chain.length < 5; e = e.cause) chain.push(e);
-  const code = chain.map((e) => (e as { code?: string }).code).find((c) => typeof c === 'string');
+  const code = chain.map((e) => (e as { code?: string }).code).find((c) => typeof c === 'string')
+    ?? CODES_IN_MESSAGES.find(([pattern]) => chain.some((e) => pattern.test((e as Error).message)))?.[1];
   const said = code === 'ECONNREFUSED' ? 'connection refused' : code === 'ENOTFOUND' || code === 'EAI_AGAIN' ? 'host not found' : code ?? (error as Error).message;
   return { said, unreachable: code === 'ECONNREFUSED' || code === 'ENOTFOUND' || code === 'EHOSTUNREACH' };
 }
