@@ -75,7 +75,7 @@ function startConsumers(env: Record<string, string>): ChildProcess {
   return spawn(process.execPath, [...profile, 'cli/main.ts', 'serve'], {
     env: {
       ...testEnv(import.meta.filename, service.databaseUrl, { ...overrides, ...SERVICE_PROCESS_ENV, ...env }), ROLE: 'consumers',
-      KAFKA_BROKERS: service.service.kafka.brokers.join(','), KAFKA_TOPIC_PREFIX: service.config.kafkaTopicPrefix,
+      KAFKA_BROKERS: service.kafka.brokers.join(','), KAFKA_TOPIC_PREFIX: service.config.kafkaTopicPrefix,
     },
     stdio: ['ignore', 'inherit', 'inherit'],
   });

@@ -2,6 +2,7 @@
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { testEnv } from './service.ts';
+import { cliCommand } from './runtime.ts';
 
 // Joining the consumer groups can wait out a killed member's session; a safety net, not a speed assumption.
 const START_SAFETY_NET_MS = 120_000;
@@ -15,7 +16,7 @@ export async function startConsumersProcess(options: {
   file: string; databaseUrl: string; env: Record<string, string>; name: string; children: Set<ChildProcess>; ready?: string;
 }): Promise<ChildProcess> {
   const { file, databaseUrl, env, name, children, ready = 'catalog consumers running' } = options;
-  const child = spawn(process.execPath, ['cli/main.ts', 'serve', '--role', 'consumers'], {
+  const child = spawn(...cliCommand(['serve', '--role', 'consumers']), {
     env: testEnv(file, databaseUrl, { ...env, LOG_LEVEL: 'info' }), stdio: ['ignore', 'pipe', 'pipe'],
   });
   children.add(child);

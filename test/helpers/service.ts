@@ -1,25 +1,35 @@
-// Starts the real service in-process for a test file: its own database, its own topic prefix.
-import { mkdtempSync } from 'node:fs';
+// Starts the real service for a test file, its own database and topic prefix: in this process under Node, or as a child process under Deno (TEST_RUNTIME).
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createApiKey } from '../../domain/access/key-store.ts';
 import { createCatalog } from '../../domain/access/catalogs.ts';
 import { loadConfig } from '../../platform/config/config.ts';
 import type { Config } from '../../platform/config/config.ts';
+import { openDatabase } from '../../platform/db/orm.ts';
+import type { Orm } from '../../platform/db/orm.ts';
 import { createLogger } from '../../platform/log/logger.ts';
 import { startService } from '../../app/service.ts';
-import type { RunningService } from '../../app/service.ts';
-import { allTopicNames } from '../../platform/kafka/topics.ts';
+import { freePort } from '../../scripts/free-port.ts';
 import { freshDatabase } from './database.ts';
-import { topicPrefixFor } from './kafka.ts';
+import { sharedBrokers, topicPrefixFor } from './kafka.ts';
+import { testRuntime } from './runtime.ts';
+import type { Runtime } from './runtime.ts';
+import { dropTopics, launchService } from './spawned-service.ts';
 
 export interface TestService {
+  readonly runtime: Runtime;
   url: string;
+  /** The configuration the service was started with. */
   config: Config;
-  service: RunningService;
   databaseUrl: string;
+  /** The test's door to the service's database (under Node, the service's own). */
+  orm: Orm;
+  /** The Kafka brokers the service uses, and its topics' full names. */
+  kafka: { brokers: readonly string[]; topic(name: string): string };
   /** A new catalog with one key; `scopes` defaults to every scope. */
   newTenant(options?: { scopes?: string[]; tier?: string; name?: string }): Promise<Tenant>;
+  /** Stops the service; the file's topics go with the service that made its database. */
   close(): Promise<void>;
 }
 
@@ -47,17 +57,25 @@ export function testEnv(file: string, databaseUrl: string, overrides: Record<str
   };
 }
 
+/**
+ * The service for test file `file`, under the runtime TEST_RUNTIME names. A second service of
+ * the same file shares the first's database (`DATABASE_URL` among the overrides) and topics.
+ */
 export async function startTestService(file: string, overrides: Record<string, string> = {}): Promise<TestService> {
+  const runtime = testRuntime();
+  const ownsTopics = overrides.DATABASE_URL === undefined;
   const databaseUrl = overrides.DATABASE_URL ?? await freshDatabase(file);
-  const config = loadConfig(testEnv(file, databaseUrl, overrides));
-  const service = await startService(config, createLogger(config.logLevel));
+  const started = runtime === 'node' ? await inProcess(file, databaseUrl, overrides) : await childProcess(file, databaseUrl, overrides);
+  const { config, orm } = started;
   return {
-    url: service.url!,
+    runtime,
+    url: started.url,
     config,
-    service,
     databaseUrl,
+    orm,
+    kafka: { brokers: started.brokers, topic: (name) => `${config.kafkaTopicPrefix}${name}` },
     async newTenant(options = {}) {
-      const em = service.orm.em.fork();
+      const em = orm.em.fork();
       tenantCounter += 1;
       const catalog = await createCatalog(em, {
         name: options.name ?? `tenant-${process.pid}-${tenantCounter}-${Date.now()}`,
@@ -72,10 +90,55 @@ export async function startTestService(file: string, overrides: Record<string, s
       return { catalogId: catalog.id, keyId: issued.record.id, key: issued.key };
     },
     async close() {
+      await started.stop();
       // Topics are per file and per run: drop them so the shared broker does not pile them up.
-      const topics = allTopicNames(config.kafkaTopicPrefix);
-      await service.kafka.withAdmin((admin) => admin.deleteTopics({ topics })).catch(() => undefined);
-      await service.close();
+      if (ownsTopics) await dropTopics([...started.brokers], config.kafkaTopicPrefix).catch(() => undefined);
+      rmSync(config.dataDir, { recursive: true, force: true });
     },
   };
+}
+
+interface Started {
+  url: string;
+  config: Config;
+  orm: Orm;
+  brokers: readonly string[];
+  stop(): Promise<void>;
+}
+
+async function inProcess(file: string, databaseUrl: string, overrides: Record<string, string>): Promise<Started> {
+  const config = loadConfig(testEnv(file, databaseUrl, overrides));
+  const service = await startService(config, createLogger(config.logLevel));
+  return { url: service.url!, config, orm: service.orm, brokers: service.kafka.brokers, stop: service.close };
+}
+
+// Under Deno the service logs at warn, so that a failing test shows the child's own last words.
+async function childProcess(file: string, databaseUrl: string, overrides: Record<string, string>): Promise<Started> {
+  const env = testEnv(file, databaseUrl, {
+    KAFKA_BROKERS: (await sharedBrokers()).join(','),
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'warn',
+    ...overrides,
+  });
+  // The child's address must be known before it starts: PORT=0 becomes a free port.
+  if (env.PORT === '0') env.PORT = String(await freePort());
+  const config = loadConfig(env);
+  // Migrations are applied here first, so the child finds the schema ready.
+  const orm = await openDatabase({ databaseUrl, logger: createLogger('silent'), poolSize: 4 });
+  try {
+    const launched = await launchService('deno', env);
+    return {
+      url: launched.url,
+      config,
+      orm,
+      brokers: config.kafkaBrokers ?? [],
+      async stop() {
+        const { code, signal } = await launched.stop();
+        await orm.close();
+        if (code !== 0) throw new Error(`the deno service did not stop cleanly (${signal ?? code}):\n${launched.output().stderr.slice(-3000)}`);
+      },
+    };
+  } catch (error) {
+    await orm.close();
+    throw error;
+  }
 }

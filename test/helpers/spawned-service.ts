@@ -1,7 +1,7 @@
 // Starts the real service as a child process (`cli/main.ts serve`) under Node or Deno, with its own database, topics and port.
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join, resolve } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
@@ -16,10 +16,12 @@ import { createLogger } from '../../platform/log/logger.ts';
 import { freePort } from '../../scripts/free-port.ts';
 import { freshDatabase } from './database.ts';
 import { sharedBrokers, topicPrefixFor } from './kafka.ts';
+import { RUNTIMES, runtimeCommand } from './runtime.ts';
+import type { Runtime } from './runtime.ts';
 import type { Tenant } from './service.ts';
 
-export type Runtime = 'node' | 'deno';
-export const RUNTIMES: readonly Runtime[] = ['node', 'deno'];
+export type { Runtime };
+export { RUNTIMES };
 
 const ROOT = resolve(import.meta.dirname, '../..');
 // Start-up runs migrations, connects to Kafka and creates topics; on a busy 2-core machine under
@@ -30,26 +32,32 @@ const STOP_TIMEOUT_MS = 60_000;
 // Output kept for diagnostics: the end of each stream, so a long run cannot grow without bound.
 const KEEP_OUTPUT_BYTES = 4 * 1024 * 1024;
 
-export interface SpawnedService {
+/** A `serve` process: its address, its output, and its end. */
+export interface ServiceProcess {
   readonly runtime: Runtime;
   /** `http://127.0.0.1:<port>` */
   readonly url: string;
-  /** `url` + `/api/v1/catalog` */
-  readonly apiUrl: string;
-  readonly databaseUrl: string;
-  readonly topicPrefix: string;
   readonly child: ChildProcess;
-  /** A new catalog with one key (default: every scope, `enterprise` tier). */
-  newTenant(options?: { scopes?: string[]; tier?: string; name?: string }): Promise<Tenant>;
-  /** Another key for an existing catalog. */
-  newKey(catalogId: string, options?: { scopes?: string[]; tier?: string }): Promise<Tenant>;
   /** What the process wrote so far (the last few MB of each stream). */
   output(): { stdout: string; stderr: string };
   /** The JSON log lines (pino) that carry this request id. */
   logFor(requestId: string): Array<Record<string, unknown>>;
   /** Whether the process is still running. */
   alive(): boolean;
-  /** SIGTERM, then wait for the exit (SIGKILL after a grace period); drops the run's topics. */
+  /** SIGTERM, then wait for the exit (SIGKILL after a grace period). */
+  stop(): Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+export interface SpawnedService extends ServiceProcess {
+  /** `url` + `/api/v1/catalog` */
+  readonly apiUrl: string;
+  readonly databaseUrl: string;
+  readonly topicPrefix: string;
+  /** A new catalog with one key (default: every scope, `enterprise` tier). */
+  newTenant(options?: { scopes?: string[]; tier?: string; name?: string }): Promise<Tenant>;
+  /** Another key for an existing catalog. */
+  newKey(catalogId: string, options?: { scopes?: string[]; tier?: string }): Promise<Tenant>;
+  /** Stops the process, then drops the run's topics and data folder. */
   stop(): Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
@@ -58,15 +66,6 @@ export interface SpawnOptions {
   env?: Record<string, string>;
   /** Arguments after `serve`, e.g. `['--role', 'api']`. */
   serveArgs?: string[];
-}
-
-/** The command that starts `cli/main.ts` under `runtime`; Deno's permissions come from deno.json's `start` task. */
-export function runtimeCommand(runtime: Runtime, args: string[]): { command: string; args: string[] } {
-  if (runtime === 'node') return { command: process.execPath, args: [join(ROOT, 'cli/main.ts'), ...args] };
-  const task = (JSON.parse(readFileSync(join(ROOT, 'deno.json'), 'utf8')) as { tasks: Record<string, string> }).tasks.start!;
-  const [deno, ...rest] = task.trim().split(/\s+/);
-  const main = rest.indexOf('cli/main.ts');
-  return { command: resolve(ROOT, deno!), args: [...rest.slice(0, main), join(ROOT, 'cli/main.ts'), ...args] };
 }
 
 class Tail {
@@ -82,35 +81,12 @@ class Tail {
   }
 }
 
-let tenantCounter = 0;
-
 /**
- * Starts the service for test file `file` under `runtime`. The database and topic prefix are
- * named after the file and the runtime, so the same file can run both runtimes side by side.
+ * Starts `cli/main.ts serve` under `runtime` with exactly `env` (which must name a PORT other
+ * than 0) and resolves once `/readyz` answers 200, or rejects with the process's last words.
  */
-export async function spawnService(file: string, runtime: Runtime, options: SpawnOptions = {}): Promise<SpawnedService> {
-  const label = `${basename(file).replace(/\.test\.ts$/, '')}-${runtime}`;
-  const databaseUrl = await freshDatabase(label);
-  const topicPrefix = topicPrefixFor(label);
-  const brokers = await sharedBrokers();
-  // The test's own door to the database: migrations first (the child finds them applied), then keys.
-  const orm: Orm = await openDatabase({ databaseUrl, logger: createLogger('silent'), poolSize: 2 });
-  const port = await freePort();
-  const dataDir = mkdtempSync(join(tmpdir(), `catalog-${runtime}-`));
-  const env: Record<string, string | undefined> = {
-    ...process.env,
-    PORT: String(port),
-    HOST: '127.0.0.1',
-    DATABASE_URL: databaseUrl,
-    KAFKA_BROKERS: brokers.join(','),
-    KAFKA_TOPIC_PREFIX: topicPrefix,
-    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'warn',
-    SIGNING_SECRET: 'test-signing-secret-0123456789abcdef0123456789',
-    DATA_DIR: dataDir,
-    STORAGE_DIR: join(dataDir, 'storage'),
-    ...options.env,
-  };
-  const { command, args } = runtimeCommand(runtime, ['serve', ...(options.serveArgs ?? [])]);
+export async function launchService(runtime: Runtime, env: Record<string, string | undefined>, serveArgs: string[] = []): Promise<ServiceProcess> {
+  const { command, args } = runtimeCommand(runtime, ['serve', ...serveArgs]);
   const child = spawn(command, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   const stdout = new Tail();
   const stderr = new Tail();
@@ -121,39 +97,10 @@ export async function spawnService(file: string, runtime: Runtime, options: Spaw
   });
   let running = true;
   void exited.then(() => { running = false; });
-  const url = `http://127.0.0.1:${port}`;
-  const dropTopics = async () => {
-    silenceKafkajsTimerWarning();
-    const admin = new Kafka({ clientId: 'test-spawned-service', brokers, logLevel: logLevel.NOTHING }).admin();
-    await admin.connect();
-    try {
-      await admin.deleteTopics({ topics: allTopicNames(topicPrefix) });
-    } finally {
-      await admin.disconnect();
-    }
-  };
-
-  const issue = async (catalogId: string, scopes: string[], tier: string): Promise<Tenant> => {
-    const issued = await createApiKey(orm.em.fork(), { catalogId, scopes, tier });
-    return { catalogId, keyId: issued.record.id, key: issued.key };
-  };
-
-  const service: SpawnedService = {
+  const launched: ServiceProcess = {
     runtime,
-    url,
-    apiUrl: `${url}/api/v1/catalog`,
-    databaseUrl,
-    topicPrefix,
+    url: `http://${env.HOST ?? '127.0.0.1'}:${env.PORT}`,
     child,
-    async newTenant(tenantOptions = {}) {
-      tenantCounter += 1;
-      const catalog = await createCatalog(orm.em.fork(), {
-        name: tenantOptions.name ?? `${label}-${process.pid}-${tenantCounter}-${Date.now()}`,
-        ownerEmail: `owner${tenantCounter}@merchant.example`,
-      });
-      return issue(catalog.id, tenantOptions.scopes ?? [...SCOPES], tenantOptions.tier ?? 'enterprise');
-    },
-    newKey: (catalogId, keyOptions = {}) => issue(catalogId, keyOptions.scopes ?? [...SCOPES], keyOptions.tier ?? 'enterprise'),
     output: () => ({ stdout: stdout.text(), stderr: stderr.text() }),
     logFor(requestId) {
       const lines: Array<Record<string, unknown>> = [];
@@ -173,24 +120,98 @@ export async function spawnService(file: string, runtime: Runtime, options: Spaw
       const timer = setTimeout(() => child.kill('SIGKILL'), STOP_TIMEOUT_MS);
       const result = await exited;
       clearTimeout(timer);
-      await orm.close();
-      await dropTopics().catch(() => undefined);
-      rmSync(dataDir, { recursive: true, force: true });
       return result;
     },
   };
-
   try {
-    await waitUntilReady(service, exited);
+    await waitUntilReady(launched, exited);
   } catch (error) {
-    await service.stop();
-    const { stderr: err, stdout: out } = service.output();
+    await launched.stop();
+    const { stderr: err, stdout: out } = launched.output();
     throw new Error(`${(error as Error).message}\n--- stderr ---\n${err.slice(-4000)}\n--- stdout ---\n${out.slice(-4000)}`);
   }
-  return service;
+  return launched;
 }
 
-async function waitUntilReady(service: SpawnedService, exited: Promise<unknown>): Promise<void> {
+/** Deletes the topics of a prefix on the shared brokers (a test's own, at its end). */
+export async function dropTopics(brokers: string[], topicPrefix: string): Promise<void> {
+  silenceKafkajsTimerWarning();
+  const admin = new Kafka({ clientId: 'test-spawned-service', brokers, logLevel: logLevel.NOTHING }).admin();
+  await admin.connect();
+  try {
+    await admin.deleteTopics({ topics: allTopicNames(topicPrefix) });
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+let tenantCounter = 0;
+
+/**
+ * Starts the service for test file `file` under `runtime`. The database and topic prefix are
+ * named after the file and the runtime, so the same file can run both runtimes side by side.
+ */
+export async function spawnService(file: string, runtime: Runtime, options: SpawnOptions = {}): Promise<SpawnedService> {
+  const label = `${basename(file).replace(/\.test\.ts$/, '')}-${runtime}`;
+  const databaseUrl = await freshDatabase(label);
+  const topicPrefix = topicPrefixFor(label);
+  const brokers = await sharedBrokers();
+  // The test's own door to the database: migrations first (the child finds them applied), then keys.
+  const orm: Orm = await openDatabase({ databaseUrl, logger: createLogger('silent'), poolSize: 2 });
+  const dataDir = mkdtempSync(join(tmpdir(), `catalog-${runtime}-`));
+  const cleanUp = async () => {
+    await orm.close();
+    await dropTopics(brokers, topicPrefix).catch(() => undefined);
+    rmSync(dataDir, { recursive: true, force: true });
+  };
+  let launched: ServiceProcess;
+  try {
+    launched = await launchService(runtime, {
+      ...process.env,
+      PORT: String(await freePort()),
+      HOST: '127.0.0.1',
+      DATABASE_URL: databaseUrl,
+      KAFKA_BROKERS: brokers.join(','),
+      KAFKA_TOPIC_PREFIX: topicPrefix,
+      LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'warn',
+      SIGNING_SECRET: 'test-signing-secret-0123456789abcdef0123456789',
+      DATA_DIR: dataDir,
+      STORAGE_DIR: join(dataDir, 'storage'),
+      ...options.env,
+    }, options.serveArgs);
+  } catch (error) {
+    await cleanUp();
+    throw error;
+  }
+
+  const issue = async (catalogId: string, scopes: string[], tier: string): Promise<Tenant> => {
+    const issued = await createApiKey(orm.em.fork(), { catalogId, scopes, tier });
+    return { catalogId, keyId: issued.record.id, key: issued.key };
+  };
+
+  return {
+    ...launched,
+    apiUrl: `${launched.url}/api/v1/catalog`,
+    databaseUrl,
+    topicPrefix,
+    async newTenant(tenantOptions = {}) {
+      tenantCounter += 1;
+      const catalog = await createCatalog(orm.em.fork(), {
+        name: tenantOptions.name ?? `${label}-${process.pid}-${tenantCounter}-${Date.now()}`,
+        ownerEmail: `owner${tenantCounter}@merchant.example`,
+      });
+      return issue(catalog.id, tenantOptions.scopes ?? [...SCOPES], tenantOptions.tier ?? 'enterprise');
+    },
+    newKey: (catalogId, keyOptions = {}) => issue(catalogId, keyOptions.scopes ?? [...SCOPES], keyOptions.tier ?? 'enterprise'),
+    async stop() {
+      const result = await launched.stop();
+      await cleanUp();
+      return result;
+    },
+  };
+}
+
+async function waitUntilReady(service: ServiceProcess, exited: Promise<unknown>): Promise<void> {
   const deadline = Date.now() + START_TIMEOUT_MS;
   let gone = false;
   void exited.then(() => { gone = true; });

@@ -4,7 +4,7 @@ import pg from 'pg';
 
 /**
  * `g…` ids are made by the global setup, which holds the run's lock for the whole run; `p…` ids
- * by a process run without it (one file, the Deno smoke test), which holds no lock. Then the
+ * by a process run without it (one file run alone, a benchmark), which holds no lock. Then the
  * start time in base36 (8 characters until 2059) and 4 random characters: 13 in all.
  */
 const RUN_ID = /^([gp])([0-9a-z]{8})[0-9a-z]{4}$/;

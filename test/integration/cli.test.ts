@@ -9,6 +9,7 @@ import { checkedFetch } from '../helpers/contract-check.ts';
 import { sqlClient } from '../helpers/database.ts';
 import { startTestService, testEnv } from '../helpers/service.ts';
 import type { TestService } from '../helpers/service.ts';
+import { cliCommand } from '../helpers/runtime.ts';
 
 const FILE = import.meta.filename;
 const run = promisify(execFile);
@@ -20,7 +21,7 @@ async function catalog(...args: string[]): Promise<{ code: number; stdout: strin
 
 async function catalogWith(env: Record<string, string>, ...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const { stdout, stderr } = await run(process.execPath, ['cli/main.ts', ...args], {
+    const { stdout, stderr } = await run(...cliCommand(args), {
       env: { ...testEnv(FILE, service.databaseUrl), ...env } as NodeJS.ProcessEnv,
     });
     return { code: 0, stdout, stderr };

@@ -8,7 +8,8 @@ import type { FuzzRequest, Seeds } from '../helpers/fuzz-requests.ts';
 import { jsonText } from '../helpers/fuzz-values.ts';
 import { outsideMatchers, problemsOf, report } from '../helpers/fuzz-report.ts';
 import type { Failure } from '../helpers/fuzz-report.ts';
-import { RUNTIMES, spawnService } from '../helpers/spawned-service.ts';
+import { testRuntime } from '../helpers/runtime.ts';
+import { spawnService } from '../helpers/spawned-service.ts';
 import type { Runtime, SpawnedService } from '../helpers/spawned-service.ts';
 
 const FILE = import.meta.filename;
@@ -16,7 +17,8 @@ const FILE = import.meta.filename;
 const SEED = Number(process.env.FUZZ_SEED ?? 20261124);
 const RUNS = Number(process.env.FUZZ_RUNS ?? 5000);
 const ONLY = process.env.FUZZ_ONLY?.split(',').map(Number);
-const runtimes = (process.env.FUZZ_RUNTIMES?.split(',') ?? RUNTIMES) as Runtime[];
+// The suite's runtime (TEST_RUNTIME): `npm test` runs this file once under each.
+const runtimes = (process.env.FUZZ_RUNTIMES?.split(',') ?? [testRuntime()]) as Runtime[];
 // Enough to keep the service busy without one client starving the machine's two cores.
 const IN_FLIGHT = 8;
 // Not a speed assertion: a guard so one request that never gets an answer cannot hang the suite.

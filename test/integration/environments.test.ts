@@ -8,6 +8,7 @@ import { createApiKey } from '../../domain/access/key-store.ts';
 import { clientOptions } from '../helpers/client.ts';
 import { startTestService, testEnv } from '../helpers/service.ts';
 import type { Tenant, TestService } from '../helpers/service.ts';
+import { cliCommand } from '../helpers/runtime.ts';
 
 const FILE = import.meta.filename;
 const PRODUCTION = 'https://catalog.example.com';
@@ -26,7 +27,7 @@ test('a staging deployment issues cat_test_ keys (CLI too), takes them, and refu
   assert.match(tenant.key, /^cat_test_[0-9A-Za-z]{32}$/);
   assert.equal((await api.listItems({}, clientOptions(staging.url, tenant.key))).status, 200);
 
-  const { stdout } = await promisify(execFile)(process.execPath, ['cli/main.ts', 'keys', 'create', '--catalog', tenant.catalogId, '--scopes', 'catalog:read'], {
+  const { stdout } = await promisify(execFile)(...cliCommand(['keys', 'create', '--catalog', tenant.catalogId, '--scopes', 'catalog:read']), {
     env: testEnv(FILE, staging.databaseUrl, { CATALOG_ENVIRONMENT: 'staging' }) as NodeJS.ProcessEnv,
   });
   const cliKey = stdout.trim().split('\n').at(-1)!;
@@ -34,7 +35,7 @@ test('a staging deployment issues cat_test_ keys (CLI too), takes them, and refu
   assert.equal((await api.listItems({}, clientOptions(staging.url, cliKey))).status, 200);
 
   // A production key, even one stored in this very database, is refused before any lookup.
-  const { key: live } = await createApiKey(staging.service.orm.em.fork(), { catalogId: tenant.catalogId, scopes: ['catalog:read'], tier: 'free', environment: 'production' });
+  const { key: live } = await createApiKey(staging.orm.em.fork(), { catalogId: tenant.catalogId, scopes: ['catalog:read'], tier: 'free', environment: 'production' });
   assert.match(live, /^cat_live_/);
   const refused = await api.listItems({}, clientOptions(staging.url, live));
   assert.equal(refused.status, 401);

@@ -82,7 +82,7 @@ test('filters: type, resourceId, after (the last event handled), since and until
 
 test('events of concurrent writers, whose outbox rows hold interleaving ids, are listed in id order at any page size, filter and position', async () => {
   const mixed = await service.newTenant();
-  const em = service.service.orm.em.fork();
+  const em = service.orm.em.fork();
   const all = Array.from({ length: 40 }, (_, i) =>
     domainEvent({ type: i % 3 === 0 ? 'import.failed' : 'import.completed', catalogId: mixed.catalogId, resourceId: `R-${i % 4}`, data: { i } }));
   const ids = all.map((e) => e.id);
@@ -121,7 +121,7 @@ test('GET /events/{id} answers the event as delivered; 404 for another catalog\'
 });
 
 test('the purge keeps sent events for the retention period and sent work messages for a day; unsent rows stay', async () => {
-  const em = service.service.orm.em.fork();
+  const em = service.orm.em.fork();
   const event = domainEvent({ type: 'webhook.test', catalogId: tenant.catalogId, resourceId: 'purge', data: {} });
   const work = messageRow({ topic: 'catalog.media.v1', key: 'purge', body: { purge: true } });
   const unsent = messageRow({ topic: 'catalog.media.v1', key: 'purge-unsent', body: { purge: true } });

@@ -87,7 +87,7 @@ test('a missing, malformed, unknown or revoked key is a 401; a missing scope is 
     assert.equal((answer.data as client.ErrorResponse).error.code, 'unauthorized');
   }
   const revoked = await service.newTenant();
-  await service.service.orm.em.getConnection().execute('update api_keys set revoked_at = now() where id = ?', [revoked.keyId]);
+  await service.orm.em.getConnection().execute('update api_keys set revoked_at = now() where id = ?', [revoked.keyId]);
   const refused = await client.listItems({}, clientOptions(service.url, revoked.key));
   assert.equal(refused.status, 401);
   const readOnly = await service.newTenant({ scopes: ['catalog:read'] });

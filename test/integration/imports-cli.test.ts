@@ -12,6 +12,7 @@ import { clientOptions, expectData } from '../helpers/client.ts';
 import { sqlClient } from '../helpers/database.ts';
 import { item, jsonl, startImportService } from '../helpers/imports.ts';
 import type { TestService } from '../helpers/service.ts';
+import { cliCommand } from '../helpers/runtime.ts';
 
 const FILE = import.meta.filename;
 const run = promisify(execFile);
@@ -32,7 +33,7 @@ const REFUSED_FOR_S = 3;
 
 async function catalogImport(key: string | undefined, args: string[], env: Record<string, string> = {}) {
   try {
-    const { stdout, stderr } = await run(process.execPath, ['cli/main.ts', 'import', ...args], {
+    const { stdout, stderr } = await run(...cliCommand(['import', ...args]), {
       env: { PATH: process.env.PATH, CATALOG_API_URL: service.url, ...(key ? { CATALOG_API_KEY: key } : {}), ...env },
     });
     return { code: 0, stdout, stderr };
@@ -182,7 +183,7 @@ test('import behind five unfinished jobs lists them once and says how to cancel 
   const opts = clientOptions(service.url, tenant.key);
   const stuck = [];
   for (let i = 0; i < 5; i++) stuck.push(expectData(await api.createImport({ fileSizeBytes: 10 }, {}, opts), 201).jobId);
-  const child = spawn(process.execPath, ['cli/main.ts', 'import', writeFile('behind.jsonl', jsonl([item('B-1')]))], {
+  const child = spawn(...cliCommand(['import', writeFile('behind.jsonl', jsonl([item('B-1')]))]), {
     env: { PATH: process.env.PATH, CATALOG_API_URL: service.url, CATALOG_API_KEY: tenant.key }, stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stderr = '';

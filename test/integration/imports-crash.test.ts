@@ -14,6 +14,7 @@ import { IMPORT_STALL_MS, TERMINAL, item, jsonl, startImportService, upload, wai
 import { waitWhileProgressing } from '../helpers/progress.ts';
 import { testEnv } from '../helpers/service.ts';
 import type { TestService } from '../helpers/service.ts';
+import { cliCommand } from '../helpers/runtime.ts';
 
 const FILE = import.meta.filename;
 const STORAGE_DIR = mkdtempSync(join(tmpdir(), 'catalog-crash-storage-'));
@@ -24,7 +25,7 @@ const children = new Set<ChildProcess>();
 
 /** `catalog serve --role consumers` in a process of its own, on the api's database, topics and storage. */
 function startConsumers(): ChildProcess {
-  const child = spawn(process.execPath, ['cli/main.ts', 'serve', '--role', 'consumers'], {
+  const child = spawn(...cliCommand(['serve', '--role', 'consumers']), {
     env: testEnv(FILE, service.databaseUrl, { STORAGE_DIR, ROLE: 'consumers' }) as NodeJS.ProcessEnv,
     stdio: ['ignore', 'ignore', 'inherit'],
   });

@@ -206,7 +206,7 @@ test('every connection dropped five times, once for a while: the import, deliver
     const { rows: events } = await sql.query<{ event_id: string; type: string; resource_id: string }>(
       `SELECT event_id, type, payload::jsonb ->> 'resourceId' AS resource_id FROM outbox_events WHERE topic = $1 AND payload::jsonb ->> 'catalogId' = $2`,
       [TOPICS.events, tenant.catalogId]);
-    const published = new Set((await readTopic([...service.service.kafka.brokers], service.service.kafka.topic(TOPICS.events)))
+    const published = new Set((await readTopic([...service.kafka.brokers], service.kafka.topic(TOPICS.events)))
       .map((record) => record.headers['event-id']));
     for (const event of events) assert.ok(published.has(event.event_id), `event ${event.event_id} (${event.type}) on ${TOPICS.events}`);
 
@@ -241,9 +241,12 @@ test('every connection dropped five times, once for a while: the import, deliver
   const ready = await readiness();
   assert.deepEqual([ready.status, ready.body.status, ready.body.checks.database], [200, 'ready', 'ok']);
   assert.deepEqual(serverErrors, [], 'no 5xx answers while connections were dropped');
+  // Under Deno the service is a child process: its answering ready above shows it did not end,
+  // and its pool cannot be looked into from here (its close() at the end must still finish).
+  if (service.runtime !== 'node') return;
   assert.deepEqual(uncaught, [], 'nothing that would have ended the process');
   // A client that died while checked out gave its slot back: otherwise each drop during a
   // transaction costs the ORM's pool a slot for ever, and close() waits for them for ever.
-  const pool = await (service.service.orm.em.getConnection() as unknown as { getNativeClient(): Promise<{ _clients: Array<{ _queryable: boolean }> }> }).getNativeClient();
+  const pool = await (service.orm.em.getConnection() as unknown as { getNativeClient(): Promise<{ _clients: Array<{ _queryable: boolean }> }> }).getNativeClient();
   assert.equal(pool._clients.filter((client) => !client._queryable).length, 0, 'dead clients held in the pool');
 });

@@ -80,7 +80,7 @@ test('refused requests are not counted, and budgets are per key', async () => {
 });
 
 test('the window slides: the previous minute weighs by its remaining overlap', async () => {
-  const em = first.service.orm.em.fork();
+  const em = first.orm.em.fork();
   const hit = async (subject: string, limit: number, now: number) => (await countRequests(em, subject, limit, now))[0]!;
   const subject = `test:${Date.now()}`;
   // 10 requests late in minute [600, 660) with a limit of 10.
@@ -107,7 +107,7 @@ test('the window slides: the previous minute weighs by its remaining overlap', a
 });
 
 test('concurrent requests never overrun the budget: of 130 at once under a limit of 100, exactly 100 pass', async () => {
-  const orm = first.service.orm;
+  const orm = first.orm;
   const subject = `burst:${Date.now()}`;
   const now = Math.floor(Date.now() / 60_000) * 60 + 1;
   const states = (await Promise.all(Array.from({ length: 130 }, () => countRequests(orm.em.fork(), subject, 100, now)))).flat();
@@ -116,7 +116,7 @@ test('concurrent requests never overrun the budget: of 130 at once under a limit
 });
 
 test('one statement counting several requests admits them in order as far as the budget goes', async () => {
-  const em = first.service.orm.em.fork();
+  const em = first.orm.em.fork();
   const subject = `group:${Date.now()}`;
   const now = Math.floor(Date.now() / 60_000) * 60 + 1;
   assert.deepEqual((await countRequests(em, subject, 10, now, 4)).map((s) => [s.allowed, s.remaining]), [[true, 9], [true, 8], [true, 7], [true, 6]]);

@@ -58,7 +58,7 @@ test('SIGKILL mid-attempt: the lease expires, a new worker delivers, exactly one
 
   const first = await startConsumers('worker 1');
   const event = domainEvent({ type: 'item.created', catalogId: tenant.catalogId, resourceId: 'SKU-CRASH', data: {} });
-  await service.service.orm.em.fork().transactional(async (em) => {
+  await service.orm.em.fork().transactional(async (em) => {
     await writeOutbox(em, [eventRow(event)]);
   });
   await receiver.waitFor('the held request', (r) => r.some((x) => x.path === '/held'), 60_000);

@@ -57,7 +57,7 @@ async function subscribe(path: string, events: client.EventSubscription[] = ['*'
 
 async function emit(count = 1, prefix = 'SKU') {
   const events = Array.from({ length: count }, (_, i) => domainEvent({ type: 'item.created', catalogId: tenant.catalogId, resourceId: `${prefix}-${i}`, data: { i } }));
-  await service.service.orm.em.fork().transactional(async (em) => {
+  await service.orm.em.fork().transactional(async (em) => {
     await writeOutbox(em, events.map((event) => eventRow(event)));
   });
   return events;

@@ -44,7 +44,7 @@ before(async () => {
 });
 
 after(async () => {
-  await guarded?.service.close();
+  await guarded?.close();
   await service?.close();
   await receiver?.close();
 });
@@ -62,7 +62,7 @@ async function subscribe(tenant: Tenant, path: string, events: string[] = ['*'],
 /** What the lead's item code does: the event goes to the outbox in the writing transaction. */
 async function emit(tenant: Tenant, type: EventType, resourceId: string, data: Record<string, unknown> = {}) {
   const event = domainEvent({ type, catalogId: tenant.catalogId, resourceId, data });
-  await service.service.orm.em.fork().transactional(async (em) => {
+  await service.orm.em.fork().transactional(async (em) => {
     await writeOutbox(em, [eventRow(event)]);
   });
   return event;
@@ -200,7 +200,7 @@ describe('delivery', () => {
     try {
       // Due in a minute: nothing is attempted while the rows are checked.
       const options = { firstDelayMs: 60_000, leaseSlots: 0, leaseMs: 30_000, leaseToken: crypto.randomUUID() };
-      const db = service.service.orm.em.fork();
+      const db = service.orm.em.fork();
       assert.equal((await createDeliveries(db, events, options)).created, 1);
       assert.equal((await createDeliveries(db, [fanOutEvent(carol, 'C-3')], options)).created, 0);
       const { rows } = await pool.query<{ id: string; webhook_id: string; catalog_id: string; event_id: string; payload: string }>(
