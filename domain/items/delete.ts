@@ -3,6 +3,7 @@ import type { Item } from '../../generated/client.ts';
 import type { Db } from '../../platform/db/sql.ts';
 import { notFound } from '../../platform/errors.ts';
 import { domainEvent, eventRow, itemEventKey, writeOutbox } from '../events/outbox.ts';
+import { lockNamedAssets } from '../media/asset-store.ts';
 import { deleteItemRow } from './store.ts';
 
 export interface DeletedItem {
@@ -13,6 +14,8 @@ export interface DeletedItem {
 
 export async function deleteItem(db: Db, catalogId: string, externalSystem: string, externalId: string): Promise<DeletedItem> {
   return db.transactional(async (tx) => {
+    // A change of an image it names, in flight, would otherwise record the item after its tombstone.
+    await lockNamedAssets(tx, catalogId, [], [[externalSystem, externalId]]);
     const row = await deleteItemRow(tx, catalogId, externalSystem, externalId);
     if (!row) throw notFound(`Item ${externalSystem}/${externalId}`);
     const item = JSON.parse(row.item) as Item;

@@ -12,6 +12,8 @@ export interface ExistingItem {
   externalId: string;
   contentHash: string;
   sku: string | null;
+  /** The stored item names media (unknown, false, for an item found only as a SKU's owner). */
+  hasMedia: boolean;
 }
 
 export interface Lookup {
@@ -38,9 +40,9 @@ interface LookupRow {
 // The batch's items by identity, each through the unique index. Rows name their input by
 // position, so only the id, hash and SKU come back.
 const LOOKUP_ITEMS = prepared(`
-    SELECT t.ord, i.id, i.content_hash AS h, i.sku AS k
+    SELECT t.ord, i.id, i.content_hash AS h, i.sku AS k, jsonb_array_length(i.media) > 0 AS m
     FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS t(s, e, ord)
-    CROSS JOIN LATERAL (SELECT i.id, i.content_hash, i.sku FROM items i
+    CROSS JOIN LATERAL (SELECT i.id, i.content_hash, i.sku, i.media FROM items i
       WHERE i.catalog_id = $1 AND i.external_system = t.s AND i.external_id = t.e LIMIT 1) i`);
 
 // What writing needs besides: the owners of the SKUs, and the categories and brands by name key.
@@ -104,13 +106,19 @@ type LookupOneRow = Partial<ItemRow> & {
 function addFound(result: Lookup, item: NormalizedItem, row: LookupOneRow): void {
   if (row.id) {
     const key = identityKey(row.external_system!, row.external_id!);
-    result.items.set(key, { id: row.id, externalSystem: row.external_system!, externalId: row.external_id!, contentHash: row.content_hash!, sku: row.sku ?? null });
+    result.items.set(key, {
+      id: row.id, externalSystem: row.external_system!, externalId: row.external_id!, contentHash: row.content_hash!, sku: row.sku ?? null,
+      hasMedia: (row.media?.length ?? 0) > 0,
+    });
     result.stored.set(key, row as ItemRow);
     if (row.sku) result.skuOwners.set(row.sku, key);
   }
   if (row.owner_id) {
     const key = identityKey(row.owner_s!, row.owner_e!);
-    result.items.set(key, { id: row.owner_id, externalSystem: row.owner_s!, externalId: row.owner_e!, contentHash: row.owner_h!, sku: item.sku });
+    result.items.set(key, {
+      id: row.owner_id, externalSystem: row.owner_s!, externalId: row.owner_e!, contentHash: row.owner_h!, sku: item.sku,
+      hasMedia: result.items.get(key)?.hasMedia ?? false,
+    });
     result.skuOwners.set(item.sku!, key);
   }
   if (row.found_category) result.categories.set(nameKey(item.category!.name), row.found_category);
@@ -145,13 +153,13 @@ export async function lookup(db: Db, catalogId: string, items: readonly Normaliz
     for (const row of rows) addFound(result, items[Number(row.ord) - 1]!, row);
     return result;
   }
-  const found = await query<{ ord: string; id: string; h: string; k: string | null }>(db, LOOKUP_ITEMS,
+  const found = await query<{ ord: string; id: string; h: string; k: string | null; m: boolean }>(db, LOOKUP_ITEMS,
     [catalogId, items.map((i) => i.externalSystem), items.map((i) => i.externalId)]);
   const unchanged = new Set<NormalizedItem>();
   for (const row of found) {
     const item = items[Number(row.ord) - 1]!;
     const key = identityKey(item.externalSystem, item.externalId);
-    result.items.set(key, { id: row.id, externalSystem: item.externalSystem, externalId: item.externalId, contentHash: row.h, sku: row.k });
+    result.items.set(key, { id: row.id, externalSystem: item.externalSystem, externalId: item.externalId, contentHash: row.h, sku: row.k, hasMedia: row.m });
     if (row.k !== null) result.skuOwners.set(row.k, key);
     if (row.h === item.contentHash) unchanged.add(item);
   }
@@ -165,7 +173,7 @@ export async function lookup(db: Db, catalogId: string, items: readonly Normaliz
     else if (row.kind === 'brand') result.brands.set(row.k!, row.id);
     else {
       const key = identityKey(row.s!, row.e!);
-      result.items.set(key, { id: row.id, externalSystem: row.s!, externalId: row.e!, contentHash: row.h!, sku: row.k });
+      result.items.set(key, { id: row.id, externalSystem: row.s!, externalId: row.e!, contentHash: row.h!, sku: row.k, hasMedia: result.items.get(key)?.hasMedia ?? false });
       if (row.k !== null) result.skuOwners.set(row.k, key);
     }
   }

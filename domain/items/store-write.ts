@@ -16,6 +16,8 @@ export interface WriteCandidate {
   item: NormalizedItem;
   /** Hex fingerprint of the import line (domain/imports/fingerprint.ts); absent for API writes. */
   fingerprint?: string;
+  /** The stored item names media: its write waits for their state changes too (lockNamedAssets). */
+  hadMedia?: boolean;
 }
 
 /** An item the write created or updated. */

@@ -3,6 +3,7 @@ import type { Db } from '../../platform/db/sql.ts';
 import { query } from '../../platform/db/sql.ts';
 import { ProductError, conflict } from '../../platform/errors.ts';
 import { newId } from '../../platform/ids.ts';
+import { lockNamedAssets } from '../media/asset-store.ts';
 import { registerMedia } from '../media/register.ts';
 import { identityKey, nameKey } from './keys.ts';
 import type { NormalizedItem } from './normalized-item.ts';
@@ -69,6 +70,8 @@ export async function upsertRound(db: Db, catalogId: string, round: readonly Val
     ({ results, candidates, input } = decide(round, found, how));
   }
   if (input === undefined) return results;
+  // The one-statement write cannot wait for asset state changes first: the caller writes again in a transaction.
+  if (how.rider && candidates.some((c) => c.candidate.hadMedia)) throw new WriteFailed(new Error('a stored item names media'));
   try {
     results.push(...await writeBatch(db, catalogId, candidates, input, how, how.rider?.(results, candidates.length)));
   } catch (error) {
@@ -119,7 +122,9 @@ function decide(round: readonly ValidInput[], found: Lookup, how: RoundWrite) {
       results.push({ index, status: existing ? 'updated' : 'created', serviceId: existing?.id ?? newId(), item });
       continue;
     }
-    candidates.push({ index, candidate: { id: existing?.id ?? newId(), item, ...(fingerprint === undefined ? {} : { fingerprint }) } });
+    candidates.push({ index, candidate: {
+      id: existing?.id ?? newId(), item, ...(fingerprint === undefined ? {} : { fingerprint }), ...(existing?.hasMedia ? { hadMedia: true } : {}),
+    } });
   }
   const writing = candidates.map((c) => c.candidate);
   const input = writing.length === 0 ? undefined : inputFor(writing, found);
@@ -127,10 +132,12 @@ function decide(round: readonly ValidInput[], found: Lookup, how: RoundWrite) {
 }
 
 /**
- * Writes a batch. Items without media take one statement, atomic on its own: no transaction.
- * Media registration is a second statement that must commit with the items, so a batch with
- * media runs in a transaction. Inside the caller's transaction (an import batch) a savepoint
- * keeps a failure from aborting the rest of it, unless the caller asked for `unguarded`.
+ * Writes a batch. Items that name no media, stored or sent, take one statement, atomic on its
+ * own: no transaction. Otherwise the write first waits for the state changes of those media in
+ * flight (lockNamedAssets), so the events and changelog records it writes carry their states as
+ * committed, and registers the sent media after it: a transaction. Inside the caller's
+ * transaction (an import batch) a savepoint keeps a failure from aborting the rest of it, unless
+ * the caller asked for `unguarded`.
  */
 async function writeBatch(
   db: Db,
@@ -143,9 +150,14 @@ async function writeBatch(
   const returnStored = how.returnStored ?? false;
   const items = candidates.map((c) => c.candidate.item);
   const hasMedia = items.some((item) => item.media.length > 0);
+  const namesMedia = hasMedia || candidates.some((c) => c.candidate.hadMedia);
   const write = async (tx: Db, savepoint: boolean): Promise<WrittenRow[]> => {
     if (savepoint) await query(tx, 'SAVEPOINT upsert_items');
     try {
+      if (namesMedia) {
+        await lockNamedAssets(tx, catalogId, items.flatMap((item) => item.media.map((m) => m.sourceUrlHash)),
+          candidates.filter((c) => c.candidate.hadMedia).map((c) => [c.candidate.item.externalSystem, c.candidate.item.externalId] as const));
+      }
       const rows = rider ? await writeRidden(tx, catalogId, input, rider) : await writeItems(tx, catalogId, input, returnStored);
       // The stored rows' media states are right already: registering adds only pending assets.
       if (hasMedia) await registerMedia(tx, catalogId, rows, items, how.mediaRefreshAgeMs);
@@ -157,7 +169,7 @@ async function writeBatch(
     }
   };
   const written = db.isInTransaction() ? await write(db, !how.unguarded)
-    : hasMedia ? await db.transactional((tx) => write(tx, false))
+    : namesMedia ? await db.transactional((tx) => write(tx, false))
       : await write(db, false);
   const byIdentity = new Map(written.map((w) => [identityKey(w.external_system, w.external_id), w]));
   const results: UpsertEntry[] = [];

@@ -1,7 +1,44 @@
 // The asset store: every statement on media_assets (registration on the upsert path, the consumer's loads and recorded changes).
-import { query } from '../../platform/db/sql.ts';
+import { prepared, query } from '../../platform/db/sql.ts';
 import type { Db } from '../../platform/db/sql.ts';
 import type { Rendition } from './renditions.ts';
+
+// Item writes and changes of an asset's state take turns (docs/design.md, "The changelog converges"):
+// a transaction-level advisory lock of this class on the asset's bucket, shared by the writes of
+// items that name the asset (before or after), exclusive for a change of its state. Buckets bound
+// the locks a transaction holds, whatever its number of assets.
+const ASSET_STATE_LOCK = 0x61737374;
+const bucketOf = (catalogId: string, sourceUrlHash: string) => `hashtext(${catalogId}::text || (${sourceUrlHash})) & 255`;
+
+// Buckets in ascending order, so two lockers never wait for each other in opposite orders.
+const LOCK_NAMED_ASSETS = prepared(`
+    SELECT count(pg_advisory_xact_lock_shared(${ASSET_STATE_LOCK}, b.b)) FROM (
+      SELECT ${bucketOf('$1::uuid', 'h')} AS b FROM unnest($2::text[]) AS h
+      UNION
+      SELECT ${bucketOf('$1::uuid', "m ->> 'sourceUrlHash'")}
+        FROM unnest($3::text[], $4::text[]) AS t(s, e)
+        CROSS JOIN LATERAL (SELECT i.media FROM items i WHERE i.catalog_id = $1 AND i.external_system = t.s AND i.external_id = t.e LIMIT 1) i
+        CROSS JOIN jsonb_array_elements(i.media) AS m
+      ORDER BY 1) AS b`);
+
+/**
+ * For a write of items, before the statement that writes them or their changelog records: waits
+ * for the state changes in flight of the assets they name (`sourceUrlHashes`, and the media the
+ * stored items of `identities` name), and keeps new ones waiting until the caller's transaction
+ * ends, so the write reads every asset's state as last committed and the change sees the write.
+ */
+export async function lockNamedAssets(
+  db: Db, catalogId: string, sourceUrlHashes: readonly string[], identities: ReadonlyArray<readonly [string, string]>,
+): Promise<void> {
+  await query(db, LOCK_NAMED_ASSETS, [catalogId, [...new Set(sourceUrlHashes)], identities.map(([s]) => s), identities.map(([, e]) => e)]);
+}
+
+/** For a change of assets' states, before it: waits for the writes in flight of items that name them (lockNamedAssets). */
+export async function lockAssetChanges(db: Db, assets: ReadonlyArray<{ catalogId: string; sourceUrlHash: string }>): Promise<void> {
+  await query(db, `SELECT count(pg_advisory_xact_lock(${ASSET_STATE_LOCK}, b.b)) FROM (
+      SELECT DISTINCT ${bucketOf('c', 'h')} AS b FROM unnest($1::uuid[], $2::text[]) AS a(c, h) ORDER BY 1) AS b`,
+  [assets.map((a) => a.catalogId), assets.map((a) => a.sourceUrlHash)]);
+}
 
 /** An asset registered by an upsert: new (`inserted`) or known and due for a refresh. */
 export interface RegisteredAsset {

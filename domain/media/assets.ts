@@ -6,7 +6,7 @@ import { domainEvent, eventRow, mediaEventKey, writeOutbox } from '../events/out
 import type { DomainEvent, OutboxRow } from '../events/outbox.ts';
 import { appendItemRecords } from '../items/changelog.ts';
 import { renditionView } from '../items/view.ts';
-import { findAssets, writeAssetChanges } from './asset-store.ts';
+import { findAssets, lockAssetChanges, writeAssetChanges } from './asset-store.ts';
 import type { AssetChange, StoredAsset, WrittenAsset } from './asset-store.ts';
 import { normalizeMediaUrl } from './source-url.ts';
 import type { MediaJob } from './register.ts';
@@ -130,6 +130,8 @@ export function createAssetRecorder(db: Db, options: { maxGroup?: number } = {})
     // an UPDATE … FROM must not see one row twice: the later change wins.
     const rows = [...new Map(changes.map((change) => [change.asset.id, rowOf(change)])).values()];
     await db.transactional(async (tx) => {
+      // The items' changelog records below then see every write of an item that names these assets.
+      await lockAssetChanges(tx, changes.map((change) => change.asset));
       const written = new Map((await writeAssetChanges(tx, rows)).map((w) => [w.id, w]));
       // One change an asset (the later wins, as in `rows`): one event an asset.
       const last = [...new Map(changes.map((change) => [change.asset.id, change])).values()];

@@ -10,6 +10,7 @@ import { adjustOnHand, itemStock, ON_HAND_MAX, ON_HAND_MIN } from '../items/stor
 import type { ItemStock } from '../items/store.ts';
 import { isoTime } from '../items/view.ts';
 import { afterCursor, encodeCursor, keysetPage } from '../pagination.ts';
+import { lockNamedAssets } from '../media/asset-store.ts';
 
 export interface MovementInput {
   quantity: number;
@@ -77,6 +78,8 @@ export async function recordMovement(
       [newId(), catalogId, item.id, input.quantity, input.reason, input.reference ?? null, input.occurredAt ?? null, item.onHand],
     );
     const movement = view(row!);
+    // The changelog record below carries the item's images as their state changes last committed them.
+    await lockNamedAssets(tx, catalogId, [], [[externalSystem, externalId]]);
     const event = domainEvent({
       type: 'stock.adjusted',
       catalogId,
