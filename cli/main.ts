@@ -23,6 +23,10 @@ const COMMANDS: Record<string, string> = {
                                           bulk-import a JSONL file through the API (CATALOG_API_URL,
                                           CATALOG_API_KEY); files over 100 MB become several jobs
 `,
+  outbox: `  outbox parked [--catalog ID] [--all]    list the records the broker refused for good (--all: re-sent too)
+  outbox resend RECORD_ID | --all [--catalog ID]
+                                          send parked records again, unchanged
+`,
   doctor: `  doctor                                  check the configuration, the database, the broker and the
                                           storage this environment names, and say what is wrong
 `,
@@ -71,6 +75,8 @@ async function main(argv: string[]): Promise<number> {
     case 'catalogs':
     case 'keys':
       return (await import('./access.ts')).runAccessCommand(loadConfig(), command, rest);
+    case 'outbox':
+      return (await import('./outbox.ts')).runOutboxCommand(loadConfig(), rest);
     case 'import':
       // A client of the API: needs CATALOG_API_URL and CATALOG_API_KEY, not the service's configuration.
       return (await import('./import.ts')).runImportCommand(rest);

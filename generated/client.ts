@@ -495,6 +495,34 @@ export type WebhookDeliveryDetail = WebhookDelivery & {
     body: string;
     attempts: DeliveryAttempt[];
 };
+export type ParkedRecord = {
+    /** The parked record's id. */
+    id: string;
+    /** The record's `event-id` header: for an event, its id. */
+    eventId: string;
+    /** The topic it was for, without the deployment's prefix. */
+    topic: string;
+    /** Its Kafka key. */
+    key: string;
+    /** The event's type; `null` for a work message. */
+    eventType: string | null;
+    /** The catalog of an event; `null` for a work message. */
+    catalogId: string | null;
+    /** The broker's error, e.g. `MESSAGE_TOO_LARGE`. */
+    errorType: string;
+    /** The broker's answer in words. */
+    reason: string;
+    /** The record's value in bytes. */
+    byteSize: number;
+    parkedAt: string;
+    /** When an operator sent it again; `null` while it waits. */
+    resentAt: string | null;
+};
+export type ParkedRecordList = {
+    records: ParkedRecord[];
+    /** `null` on the last page. */
+    nextCursor: string | null;
+};
 /**
  * Get this OpenAPI document
  */
@@ -568,7 +596,7 @@ export function getAsyncApi(opts?: Oazapfts.RequestOpts) {
 /**
  * List items
  */
-export function listItems({ limit, cursor, updatedSince, sku, category, brand, tag }: {
+export function listItems({ limit, cursor, updatedSince, sku, category, brand, tag, sourceUrlHash }: {
     limit?: number;
     cursor?: string;
     updatedSince?: string;
@@ -576,6 +604,7 @@ export function listItems({ limit, cursor, updatedSince, sku, category, brand, t
     category?: string;
     brand?: string;
     tag?: string;
+    sourceUrlHash?: string;
 } = {}, opts?: Oazapfts.RequestOpts) {
     return oazapfts.fetchJson<{
         status: 200;
@@ -608,7 +637,8 @@ export function listItems({ limit, cursor, updatedSince, sku, category, brand, t
         sku,
         category,
         brand,
-        tag
+        tag,
+        sourceUrlHash
     }))}`, {
         ...opts
     });
@@ -1773,6 +1803,87 @@ export function retryWebhookDelivery(id: string, deliveryId: string, opts?: Oaza
         status: 503;
         data: ErrorResponse;
     }>(`/webhooks/${encodeURIComponent(id)}/deliveries/${encodeURIComponent(deliveryId)}/retry`, {
+        ...opts,
+        method: "POST"
+    });
+}
+/**
+ * List the records the broker refused for good
+ */
+export function listParkedRecords({ limit, cursor, catalogId, includeResent }: {
+    limit?: number;
+    cursor?: string;
+    catalogId?: string;
+    includeResent?: boolean;
+} = {}, opts?: Oazapfts.RequestOpts) {
+    return oazapfts.fetchJson<{
+        status: 200;
+        data: {
+            success: SuccessFlag;
+            data: ParkedRecordList;
+        };
+    } | {
+        status: 400;
+        data: ErrorResponse;
+    } | {
+        status: 401;
+        data: ErrorResponse;
+    } | {
+        status: 403;
+        data: ErrorResponse;
+    } | {
+        status: 429;
+        data: ErrorResponse;
+    } | {
+        status: 500;
+        data: ErrorResponse;
+    } | {
+        status: 503;
+        data: ErrorResponse;
+    }>(`/admin/parked-records${QS.query(QS.explode({
+        limit,
+        cursor,
+        catalogId,
+        includeResent
+    }))}`, {
+        ...opts
+    });
+}
+/**
+ * Send a parked record again
+ */
+export function resendParkedRecord(recordId: string, opts?: Oazapfts.RequestOpts) {
+    return oazapfts.fetchJson<{
+        status: 202;
+        data: {
+            success: SuccessFlag;
+            data: ParkedRecord;
+        };
+    } | {
+        status: 400;
+        data: ErrorResponse;
+    } | {
+        status: 401;
+        data: ErrorResponse;
+    } | {
+        status: 403;
+        data: ErrorResponse;
+    } | {
+        status: 404;
+        data: ErrorResponse;
+    } | {
+        status: 409;
+        data: ErrorResponse;
+    } | {
+        status: 429;
+        data: ErrorResponse;
+    } | {
+        status: 500;
+        data: ErrorResponse;
+    } | {
+        status: 503;
+        data: ErrorResponse;
+    }>(`/admin/parked-records/${encodeURIComponent(recordId)}/resend`, {
         ...opts,
         method: "POST"
     });

@@ -1,6 +1,8 @@
 // operationId → handler. Start-up fails when this map and the contract disagree.
 import type { Contract } from '../platform/http/contract.ts';
 import type { Handler } from '../platform/http/types.ts';
+import { listParkedRecords } from './admin/list-parked-records.ts';
+import { resendParkedRecord } from './admin/resend-parked-record.ts';
 import { getEvent } from './events/get-event.ts';
 import { listEvents } from './events/list-events.ts';
 import { cancelImport } from './imports/cancel-import.ts';
@@ -75,6 +77,9 @@ export const handlers: Readonly<Record<string, Handler>> = Object.freeze({
   listWebhookDeliveries,
   getWebhookDelivery,
   retryWebhookDelivery,
+  // admin
+  listParkedRecords,
+  resendParkedRecord,
 });
 
 /** Operations outside the API prefix, served by the platform rather than by handlers. */

@@ -17,10 +17,12 @@ export interface OutboxBacklog {
   readonly pending: number;
   /** Age of the oldest of them, in seconds; 0 when there are none. */
   readonly lagSeconds: number;
+  /** Records the broker refused for good, set aside and not re-sent. */
+  readonly parked: number;
 }
 
 export interface MetricsOptions {
-  /** Read at every scrape. When it fails (the database is away) both outbox series read NaN: unknown, not zero. */
+  /** Read at every scrape. When it fails (the database is away) the outbox series read NaN: unknown, not zero. */
   readonly outboxBacklog?: () => Promise<OutboxBacklog>;
 }
 
@@ -55,7 +57,7 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
   });
   const backlog = options.outboxBacklog;
   if (backlog) {
-    // Both series come from one reading, taken by whichever of the two is collected first.
+    // The series come from one reading, taken by whichever is collected first.
     let reading: Promise<OutboxBacklog | undefined> | undefined;
     const read = () => {
       reading ??= detached(backlog).catch(() => undefined).finally(() => setImmediate(() => { reading = undefined; }));
@@ -64,6 +66,7 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
     const series = [
       ['catalog_outbox_pending_events', 'Records committed to the outbox (events, changelog records, work messages) and not yet published to Kafka.', 'pending'],
       ['catalog_outbox_lag_seconds', 'Age of the oldest event not yet published to Kafka (0 when none waits).', 'lagSeconds'],
+      ['catalog_outbox_parked_records', 'Records the broker refused for good (too large, invalid), set aside and not re-sent yet.', 'parked'],
     ] as const;
     for (const [name, help, field] of series) {
       new Gauge({

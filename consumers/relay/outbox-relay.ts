@@ -2,6 +2,8 @@
 import type { Message } from 'kafkajs';
 import { OUTBOX_CHANNEL, claimOutbox, deleteSentOutbox, markOutboxSent, recordHeaders } from '../../domain/events/outbox.ts';
 import type { OutboxRecord } from '../../domain/events/outbox.ts';
+import { parkRecords } from '../../domain/events/parked.ts';
+import type { Refusal } from '../../domain/events/parked.ts';
 import { itemRecordOf } from '../../domain/items/changelog.ts';
 import { listenToChannel } from '../../platform/db/connections.ts';
 import type { ChannelListener } from '../../platform/db/connections.ts';
@@ -41,6 +43,8 @@ export interface OutboxRelayOptions {
 export interface OutboxRelayStats {
   published: number;
   batches: number;
+  /** Records the broker refused for good, set aside (domain/events/parked.ts). */
+  parked: number;
   failures: number;
   lastError: string | undefined;
 }
@@ -57,6 +61,19 @@ export interface OutboxRelay {
 // Kafka's default message.max.bytes (1 MB) caps one record batch, which kafkajs builds per
 // partition per send; staying under it in total per send keeps large events from wedging the relay.
 const MAX_SEND_BYTES = 900_000;
+
+// The broker's answers that refuse a record itself, whatever the retries: too large, or not a
+// valid record. Anything else (a broker away, a leader moving) is waited out and retried.
+const REFUSED_FOR_GOOD = new Set(['MESSAGE_TOO_LARGE', 'RECORD_LIST_TOO_LARGE', 'INVALID_RECORD', 'CORRUPT_MESSAGE', 'INVALID_TIMESTAMP']);
+
+/** The broker's error type when it refused the records for good; undefined for any other failure. */
+function refusedForGood(error: unknown): string | undefined {
+  for (let e = error; e instanceof Error; e = (e as { cause?: unknown; originalError?: unknown }).cause ?? (e as { originalError?: unknown }).originalError) {
+    const type = (e as { type?: unknown }).type;
+    if (typeof type === 'string' && REFUSED_FOR_GOOD.has(type)) return type;
+  }
+  return undefined;
+}
 
 // Small deletes keep each transaction short next to the writers: a row holds up to 1,000 records.
 const ROWS_PER_DELETE = 200;
@@ -103,7 +120,7 @@ export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
   const eventRetentionMs = options.eventRetentionMs ?? 30 * 24 * 3600_000;
   const cleanupIntervalMs = options.cleanupIntervalMs ?? 10 * 60_000;
   const db = options.orm.em.fork();
-  const stats: OutboxRelayStats = { published: 0, batches: 0, failures: 0, lastError: undefined };
+  const stats: OutboxRelayStats = { published: 0, batches: 0, parked: 0, failures: 0, lastError: undefined };
 
   let running = false;
   let loop: Promise<void> | undefined;
@@ -148,6 +165,41 @@ export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
     waiter?.finish();
   };
 
+  async function send(records: readonly OutboxRecord[]): Promise<void> {
+    const byTopic = new Map<string, Message[]>();
+    for (const record of records) addMessages(byTopic, record, options.kafka.topic);
+    await (await options.kafka.producer()).sendBatch({
+      acks: -1,
+      topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })),
+    });
+  }
+
+  /**
+   * Sends the records, chunk by chunk; returns those the broker refused for good. A chunk it
+   * refused is sent again a record at a time, to find which: one tenant's record must not hold
+   * up every later one.
+   */
+  async function publish(records: readonly OutboxRecord[]): Promise<Refusal[]> {
+    const refused: Refusal[] = [];
+    for (const chunk of chunksBySize(records)) {
+      try {
+        await send(chunk);
+      } catch (error) {
+        if (refusedForGood(error) === undefined) throw error;
+        for (const record of chunk) {
+          try {
+            await send([record]);
+          } catch (alone) {
+            const errorType = refusedForGood(alone);
+            if (errorType === undefined) throw alone;
+            refused.push({ record, errorType, reason: (alone as Error).message });
+          }
+        }
+      }
+    }
+    return refused;
+  }
+
   /** Publishes one claim; `more`: rows were left waiting. */
   async function relayClaim(): Promise<{ sent: number; more: boolean }> {
     if (!topicsReady) {
@@ -156,19 +208,18 @@ export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
     }
     const claim = await db.transactional(async (tx) => {
       const { records, more } = await claimOutbox(tx, batchSize);
-      if (records.length === 0) return { sent: 0, more };
-      for (const chunk of chunksBySize(records)) {
-        const byTopic = new Map<string, Message[]>();
-        for (const record of chunk) addMessages(byTopic, record, options.kafka.topic);
-        await (await options.kafka.producer()).sendBatch({
-          acks: -1,
-          topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })),
-        });
-      }
-      // Only after every chunk was acked: a crash before this commit re-sends (at-least-once).
+      if (records.length === 0) return { sent: 0, more, refused: [] };
+      const refused = await publish(records);
+      await parkRecords(tx, refused);
+      // Only after every chunk was acked or parked: a crash before this commit re-sends (at-least-once).
       await markOutboxSent(tx, records.map((r) => r.row));
-      return { sent: records.length, more };
+      return { sent: records.length - refused.length, more, refused };
     });
+    for (const { record, errorType } of claim.refused) {
+      log.error({ eventId: record.event_id, topic: record.topic, key: record.key, catalogId: record.catalog_id, errorType, byteSize: Buffer.byteLength(record.payload) },
+        'the broker refused a record for good; it is parked (catalog outbox parked)');
+    }
+    stats.parked += claim.refused.length;
     if (claim.sent > 0) {
       stats.published += claim.sent;
       stats.batches += 1;

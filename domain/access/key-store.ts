@@ -13,7 +13,8 @@ import type { Environment } from '../../platform/config/config.ts';
 import { isId, newId } from '../../platform/ids.ts';
 import { notFound, validationError } from '../../platform/errors.ts';
 
-export const SCOPES = ['catalog:read', 'catalog:write', 'bulk_import:manage', 'webhooks:manage', 'stock:write'] as const;
+// `admin` is the operator's: its routes act on every catalog (the parked outbox records).
+export const SCOPES = ['catalog:read', 'catalog:write', 'bulk_import:manage', 'webhooks:manage', 'stock:write', 'admin'] as const;
 export const TIERS = ['free', 'pro', 'enterprise'] as const;
 export type Tier = (typeof TIERS)[number];
 

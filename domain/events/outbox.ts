@@ -220,12 +220,16 @@ export async function claimOutbox(tx: Db, limit: number): Promise<{ records: Out
   return { records, more: taken.length < waiting.length || waiting.length === limit };
 }
 
-/** The records not published yet: how many, and the oldest one's age in seconds (0 when none waits). */
-export async function outboxBacklog(db: Db): Promise<{ pending: number; lagSeconds: number }> {
-  const [row] = await query<{ pending: string; lag: number }>(db,
-    `SELECT coalesce(sum(size), 0) AS pending, coalesce(extract(epoch FROM now() - min(created_at)), 0)::float8 AS lag
+/**
+ * The records not published yet: how many, and the oldest one's age in seconds (0 when none
+ * waits); and how many the broker refused for good wait parked (domain/events/parked.ts).
+ */
+export async function outboxBacklog(db: Db): Promise<{ pending: number; lagSeconds: number; parked: number }> {
+  const [row] = await query<{ pending: string; lag: number; parked: number }>(db,
+    `SELECT coalesce(sum(size), 0) AS pending, coalesce(extract(epoch FROM now() - min(created_at)), 0)::float8 AS lag,
+        (SELECT count(*)::int FROM outbox_parked WHERE resent_at IS NULL) AS parked
        FROM outbox WHERE sent_at IS NULL`);
-  return { pending: Number(row?.pending ?? 0), lagSeconds: row?.lag ?? 0 };
+  return { pending: Number(row?.pending ?? 0), lagSeconds: row?.lag ?? 0, parked: row?.parked ?? 0 };
 }
 
 /** Marks the outbox rows `rows` (OutboxRecord.row) sent. */

@@ -20,6 +20,7 @@ export interface ItemFilters {
   category?: string;
   brand?: string;
   tag?: string;
+  sourceUrlHash?: string;
 }
 
 export async function listItems(
@@ -34,6 +35,7 @@ export async function listItems(
     categoryKey: filters.category ? nameKey(text(filters.category)) : undefined,
     brandKey: filters.brand ? nameKey(text(filters.brand)) : undefined,
     tag: filters.tag ? text(filters.tag) : undefined,
+    sourceUrlHash: filters.sourceUrlHash || undefined,
   }, page);
   return { items: rows.map(itemView), nextCursor };
 }

@@ -29,6 +29,8 @@ export interface ItemConditions {
   readonly categoryKey?: string | undefined;
   readonly brandKey?: string | undefined;
   readonly tag?: string | undefined;
+  /** Items naming this image. */
+  readonly sourceUrlHash?: string | undefined;
 }
 
 const conditionsOf = (catalogId: string, where: ItemConditions) => [
@@ -38,6 +40,8 @@ const conditionsOf = (catalogId: string, where: ItemConditions) => [
   ...where.categoryKey === undefined ? [] : [sql`c.name_key = ${where.categoryKey}`],
   ...where.brandKey === undefined ? [] : [sql`b.name_key = ${where.brandKey}`],
   ...where.tag === undefined ? [] : [sql`i.tags @> ARRAY[${where.tag}]::text[]`],
+  // Through items_media_idx (jsonb_path_ops containment), as the asset's own reads.
+  ...where.sourceUrlHash === undefined ? [] : [sql`jsonb_array_length(i.media) > 0 AND i.media @> jsonb_build_array(jsonb_build_object('sourceUrlHash', ${where.sourceUrlHash}::text))`],
 ];
 
 /** A page of the catalog's items in update order (updated_at, id), after `cursor`. */

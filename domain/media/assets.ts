@@ -5,6 +5,7 @@ import { groupCommit } from '../../platform/group-commit.ts';
 import { domainEvent, eventRow, mediaEventKey, writeOutbox } from '../events/outbox.ts';
 import type { DomainEvent, OutboxRow } from '../events/outbox.ts';
 import { appendItemRecords } from '../items/changelog.ts';
+import type { RecordedItem } from '../items/changelog.ts';
 import { renditionView } from '../items/view.ts';
 import { findAssets, lockAssetChanges, writeAssetChanges } from './asset-store.ts';
 import type { AssetChange, StoredAsset, WrittenAsset } from './asset-store.ts';
@@ -87,9 +88,17 @@ function eventOf(change: Change, written: WrittenAsset | undefined): DomainEvent
   return undefined;
 }
 
+// A media event lists this many of its items at most, so that it stays small whatever the
+// number of items naming its image (`itemCount` and GET /items?sourceUrlHash= give the rest).
+const EVENT_ITEMS = 100;
+
+const byIdentity = (a: RecordedItem, b: RecordedItem) =>
+  a.externalSystem < b.externalSystem ? -1 : a.externalSystem > b.externalSystem ? 1 : a.externalId < b.externalId ? -1 : a.externalId > b.externalId ? 1 : 0;
+
 /**
  * The changelog records of the items naming the images the events report (their media entries
- * changed state), appended in `tx`; each event's outbox row, with `items`: those items' identities.
+ * changed state), appended in `tx`; each event's outbox row, with `items`: the first of those
+ * items by identity, and `itemCount`: how many they are.
  */
 async function reportWithItems(tx: Db, events: readonly DomainEvent[]): Promise<OutboxRow[]> {
   if (events.length === 0) return [];
@@ -101,9 +110,11 @@ async function reportWithItems(tx: Db, events: readonly DomainEvent[]): Promise<
     eventId: sql`r.ev`,
   });
   const itemsOf = Map.groupBy(recorded, (item) => item.eventId);
-  return events.map((event) => eventRow(
-    { ...event, data: { ...event.data, items: (itemsOf.get(event.id) ?? []).map(({ externalSystem, externalId }) => ({ externalSystem, externalId })) } },
-    mediaEventKey(event.catalogId, event.resourceId)));
+  return events.map((event) => {
+    const items = itemsOf.get(event.id) ?? [];
+    const listed = items.sort(byIdentity).slice(0, EVENT_ITEMS).map(({ externalSystem, externalId }) => ({ externalSystem, externalId }));
+    return eventRow({ ...event, data: { ...event.data, items: listed, itemCount: items.length } }, mediaEventKey(event.catalogId, event.resourceId));
+  });
 }
 
 /** One row of the single UPDATE a group makes; absent columns keep their value unless the kind resets them. */

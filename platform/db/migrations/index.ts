@@ -13,6 +13,7 @@ import { BatchedOutbox } from './0011-batched-outbox.ts';
 import { MediaRenditions } from './0012-media-renditions.ts';
 import { DeliveryIds } from './0013-delivery-ids.ts';
 import { ItemForeignKeys } from './0014-item-foreign-keys.ts';
+import { ParkedRecords } from './0015-parked-records.ts';
 
 export const migrations: MigrationObject[] = [
   { name: '0001-initial-schema', class: InitialSchema },
@@ -28,4 +29,5 @@ export const migrations: MigrationObject[] = [
   { name: '0012-media-renditions', class: MediaRenditions },
   { name: '0013-delivery-ids', class: DeliveryIds },
   { name: '0014-item-foreign-keys', class: ItemForeignKeys },
+  { name: '0015-parked-records', class: ParkedRecords },
 ];
