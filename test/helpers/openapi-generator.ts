@@ -16,12 +16,16 @@ const TOOL_SAFETY_NET_MS = 20 * 60_000;
 
 /**
  * The options docs/generating-clients.md gives. typescript-fetch leaves out the `webhooks` section
- * (7.25 writes its class with empty imports); java reads absent `additionalProperties` as open,
- * as JSON Schema does, so an answer with a field added later still reads.
+ * (7.25 writes its class with empty imports); java reads an absent `additionalProperties` as open,
+ * as JSON Schema does, and maps an enum value it does not know to a case of its own, so an answer
+ * with fields or enum values added later (the contract's versioning rule) still reads.
  */
 export const GENERATORS = {
   'typescript-fetch': ['-g', 'typescript-fetch', '--global-property', 'apis,models,supportingFiles'],
-  java: ['-g', 'java', '--library', 'okhttp-gson', '--additional-properties', 'disallowAdditionalPropertiesIfNotPresent=false'],
+  java: [
+    '-g', 'java', '--library', 'okhttp-gson',
+    '--additional-properties', 'disallowAdditionalPropertiesIfNotPresent=false,enumUnknownDefaultCase=true',
+  ],
 } as const;
 export type GeneratorName = keyof typeof GENERATORS;
 

@@ -33,6 +33,7 @@ import org.openapitools.client.model.ItemPayload;
 import org.openapitools.client.model.ItemUpdatedData;
 import org.openapitools.client.model.ItemUpdatedEvent;
 import org.openapitools.client.model.MediaInput;
+import org.openapitools.client.model.MediaRole;
 import org.openapitools.client.model.MediaStatus;
 import org.openapitools.client.model.UpsertOutcome;
 
@@ -113,11 +114,15 @@ public class CatalogCheck {
       List<Item> items = ITEMS.listItems(50, null, null, null, null, null, null).getData().getItems();
       expect(items.stream().anyMatch((item) -> item.getExternalId().equals(ITEM_ID)), "the item is not listed");
     });
-    steps.put("an answer with fields added later still reads", () -> {
+    steps.put("an answer with fields and enum values added later still reads", () -> {
       JsonObject answer = raw(ITEMS.getItemCall("erp", ITEM_ID, null));
       answer.addProperty("fieldAddedLater", true);
-      answer.getAsJsonObject("data").addProperty("fieldAddedLater", "a newer service sends it");
-      expect(GetItem200Response.fromJson(answer.toString()).getData().getExternalId().equals(ITEM_ID), "the item did not read back");
+      JsonObject item = answer.getAsJsonObject("data");
+      item.addProperty("fieldAddedLater", "a newer service sends it");
+      item.getAsJsonArray("media").get(0).getAsJsonObject().addProperty("role", "a-role-added-later");
+      Item read = GetItem200Response.fromJson(answer.toString()).getData();
+      expect(read.getExternalId().equals(ITEM_ID), "the item did not read back");
+      expect(read.getMedia().get(0).getRole() == MediaRole.UNKNOWN_DEFAULT_OPEN_API, "role " + read.getMedia().get(0).getRole());
     });
     steps.put("an import uploaded to its uploadUrl completes", () -> {
       List<String> lines = new ArrayList<>();
