@@ -64,13 +64,13 @@ async function startBed(): Promise<Bed> {
 }
 
 before(() => {
+  // The service, the two generators and the two compilers run side by side; each test awaits its part.
+  bed = startBed();
+  bed.catch(() => undefined);
   const jarStarted = performance.now();
   const jar = generatorJar();
   process.stdout.write(`# openapi-generator-cli ${OPENAPI_GENERATOR_VERSION} ready in ${seconds(jarStarted)} s (${jar})\n`);
-  // The two generators, the two compilers and the service start side by side; each test awaits its part.
   compiled = { 'typescript-fetch': generateAndCompile(jar, 'typescript-fetch'), java: generateAndCompile(jar, 'java') };
-  bed = startBed();
-  bed.catch(() => undefined);
 });
 
 after(async () => {
