@@ -25,7 +25,8 @@ export type ErrorDetail = {
     message: string;
 };
 export type ErrorResponse = {
-    success: false;
+    /** Always `false` on an error response. */
+    success: boolean;
     error: {
         code: ErrorCode;
         /** Human-readable description; not meant for parsing. */
@@ -38,7 +39,7 @@ export type ErrorResponse = {
         requestId?: string;
     };
 };
-export type SuccessFlag = true;
+export type SuccessFlag = boolean;
 export type ExternalSystem = string;
 export type ExternalId = string;
 export type MediaRole = "primary" | "gallery";
@@ -86,7 +87,7 @@ export type ItemMedia = {
     byteSize: number | null;
     /** SHA-256 hex of the stored bytes (the source's bytes, unchanged); equal for two URLs serving the same image, which is then stored once. */
     contentSha256: string | null;
-    /** A signed address of the stored image, for storefronts; no API key. `null` until ingested, and in events. */
+    /** A signed address of the stored image, for storefronts; no API key. `null` until ingested, and in events. Use it as returned (see `downloadStoredObject`). */
     storedUrl: string | null;
     /** WebP renditions of the stored image (`MEDIA_RENDITIONS`), smallest first; empty until made. */
     renditions: MediaRendition[];
@@ -196,12 +197,19 @@ export type UpsertItemResponse = {
     data: UpsertResult;
 };
 export type BulkUpsertRequest = {
-    /** Each element is an `ItemPayload`, checked on its own (the operation's
-    `x-item-payloads: items`): an element that does not match fails alone, with status
-    `error` in its result, and the others are still written. Only a body that is not an
-    object with 1 to 1000 `items`, each a JSON object, is a 400.
+    /** Each element is an `ItemPayload`, checked on its own by the service (the
+    operation's `x-item-payloads: items`), with every rule of `ItemPayload`: required
+    `externalSystem`, `externalId` and `name`, no unknown fields, the bounds and
+    formats of each field, and the service's own rules (at most 4 decimals in
+    `price`/`cost`, the GTIN-13 check digit, `metadata` ≤ 16 KB serialized, at most one
+    `primary` media). An element that breaks one fails alone, with status `error`,
+    `errorCode: validation_error` and `details` paths prefixed with `items.<index>.`
+    in its result; the others are still written. Only a body that is not an object with
+    1 to 1000 `items`, each a JSON object, is a 400.
      */
-    items: ItemPayload[];
+    items: {
+        [key: string]: any;
+    }[];
 };
 export type BulkUpsertItemResult = {
     /** Position of the element in `items`. */
@@ -231,7 +239,8 @@ export type BulkUpsertResult = {
     summary: OutcomeSummary;
 };
 export type DeleteItemResult = {
-    deleted: true;
+    /** Always `true`. */
+    deleted: boolean;
     externalSystem: ExternalSystem;
     externalId: ExternalId;
     serviceId: string;
@@ -272,7 +281,9 @@ export type CreateImportRequest = {
 };
 export type ImportCreated = {
     jobId: string;
-    /** Signed address to `PUT` the file to, valid for `expiresIn` seconds; no API key. */
+    /** Signed address to `PUT` the file to, valid for `expiresIn` seconds; no API key. Use it
+    as returned (see `uploadImportFile`): its host, path and query are the service's.
+     */
     uploadUrl: string;
     /** Path of the file in storage. */
     storagePath: string;
@@ -1499,7 +1510,8 @@ export function deleteWebhook(id: string, opts?: Oazapfts.RequestOpts) {
         data: {
             success: SuccessFlag;
             data: {
-                deleted: true;
+                /** Always `true`. */
+                deleted: boolean;
                 id: string;
             };
         };

@@ -81,50 +81,29 @@ export interface Deployment {
  * one, when configured) in place of the file's example addresses, after a relative server, which
  * a reader of the document (Swagger UI's "Try it out" at /docs, a generator given the served URL)
  * resolves against the address it read the document from, whatever host and port that is.
+ * Paths outside the prefix list this deployment's origin first: generators join a path's first
+ * server and the path as they are, and `/` + `/storage/…` is the host-less `//storage/…`.
  */
 export function servedDocument(document: Document, deployment: Deployment): string {
   const other = deployment.environment === 'production' ? 'staging' : 'production';
-  const servers = (under: string) => [
-    { url: under === '' ? '/' : under, description: 'This service, at the address this document was read from' },
-    { url: `${deployment.publicBaseUrl}${under}`, description: `This deployment (${deployment.environment})` },
-    ...(deployment.otherEnvironmentUrl ? [{ url: `${deployment.otherEnvironmentUrl}${under}`, description: `The ${other} deployment` }] : []),
-  ];
+  const here = (under: string) => ({ url: under === '' ? '/' : under, description: 'This service, at the address this document was read from' });
+  const own = (under: string) => ({ url: `${deployment.publicBaseUrl}${under}`, description: `This deployment (${deployment.environment})` });
+  const others = (under: string) => deployment.otherEnvironmentUrl
+    ? [{ url: `${deployment.otherEnvironmentUrl}${under}`, description: `The ${other} deployment` }]
+    : [];
   const served = structuredClone(document) as Document & { servers?: unknown[] };
-  served.servers = servers(API_PREFIX);
+  served.servers = [here(API_PREFIX), own(API_PREFIX), ...others(API_PREFIX)];
   for (const item of Object.values(served.paths ?? {}) as Array<{ servers?: unknown[] } | undefined>) {
-    if (item?.servers) item.servers = servers('');
+    if (item?.servers) item.servers = [own(''), here(''), ...others('')];
   }
   return JSON.stringify(served);
-}
-
-/**
- * The document the router validates with: where an operation's body holds an array of item
- * payloads (`x-item-payloads: <array>`), that array's elements are only required to be objects.
- * The contract types them as `ItemPayload`, for generated clients; the item validator checks
- * each one alone, so that one bad element fails alone instead of the whole request.
- */
-function routedDocument(document: Document): Document {
-  const routed = structuredClone(document);
-  const schemas = (routed.components?.schemas ?? {}) as Record<string, { properties?: Record<string, { items?: unknown }> }>;
-  for (const item of Object.values(routed.paths ?? {})) {
-    for (const operation of Object.values(item ?? {}) as Array<{ 'x-item-payloads'?: string; requestBody?: unknown }>) {
-      const array = operation?.['x-item-payloads'];
-      if (array === undefined || array === 'body') continue;
-      const body = operation.requestBody as { content?: Record<string, { schema?: { $ref?: string } }> };
-      const ref = body.content?.['application/json']?.schema?.$ref ?? '';
-      const property = schemas[ref.replace('#/components/schemas/', '')]?.properties?.[array];
-      if (!property) throw new Error(`x-item-payloads names ${array}, which ${ref || 'the body'} lacks`);
-      property.items = { type: 'object' };
-    }
-  }
-  return routed;
 }
 
 export async function loadContract(path = CONTRACT_PATH, asyncApiPath = ASYNCAPI_PATH): Promise<Contract> {
   const document = parse(readFileSync(path, 'utf8')) as Document;
   const backend = new OpenAPIBackend({
     // A copy (openapi-backend dereferences in place; the served document keeps its $refs).
-    definition: routedDocument(document),
+    definition: structuredClone(document),
     apiRoot: API_PREFIX,
     // openapi-backend checks documents against the 3.0 schema; Redocly lints the 3.1 contract instead.
     quick: true,

@@ -14,6 +14,20 @@ const ERROR_CODES = new Set([
 
 const HTTP_LAYER_CODES = new Set(['bad_request', 'request_timeout', 'request_header_fields_too_large']);
 
+// What an answer may carry without the contract naming it: HTTP's own framing, and the CORS
+// headers, which the API's description covers (sent only to origins in CORS_ALLOWED_ORIGINS).
+const FRAMING_AND_CORS = new Set([
+  'content-type', 'content-length', 'date', 'connection', 'keep-alive', 'transfer-encoding',
+  'vary', 'access-control-allow-origin', 'access-control-expose-headers',
+]);
+
+/** The headers the contract declares for this status of the operation (lower case). */
+function declaredHeaders(operation: ContractOperation, status: number): Set<string> {
+  const responses = (operation.responses ?? {}) as Record<string, { headers?: Record<string, unknown> }>;
+  const response = responses[String(status)] ?? responses[`${String(status)[0]}XX`] ?? responses.default;
+  return new Set(Object.keys(response?.headers ?? {}).map((name) => name.toLowerCase()));
+}
+
 function assertErrorEnvelope(body: unknown, status: number, where: string): void {
   const envelope = body as { success?: unknown; error?: { code?: unknown; message?: unknown; details?: unknown; retryAfter?: unknown } };
   assert.equal(envelope.success, false, `${where}: error body must have success:false`);
@@ -59,6 +73,9 @@ export async function assertMatchesContract(method: string, url: string, respons
     documented.includes(String(response.status)) || documented.includes('default'),
     `${where}: status not documented for ${operation.operationId} (documented: ${documented.join(', ')})`,
   );
+  const declared = declaredHeaders(operation, response.status);
+  const undeclared = [...response.headers.keys()].filter((name) => !FRAMING_AND_CORS.has(name) && !declared.has(name));
+  assert.deepEqual(undeclared, [], `${where}: headers the contract does not declare for ${operation.operationId}`);
   if (isJson(response.headers.get('content-type'))) {
     const result = backend.validateResponse(body, operation, response.status);
     assert.ok(result.valid, `${where}: body does not match the contract: ${JSON.stringify(result.errors)}\n${JSON.stringify(body).slice(0, 2000)}`);

@@ -30,7 +30,7 @@ after(async () => {
   await service?.close();
 });
 
-test('GET /openapi.json serves the contract without a key, its servers this service (relative, so /docs works on any port) and this deployment', async () => {
+test('GET /openapi.json serves the contract without a key, its servers this service (relative, so /docs works on any port) and this deployment, this deployment first outside the prefix', async () => {
   const { status, data } = await client.getOpenApi(clientOptions(service.url));
   assert.equal(status, 200);
   const contract = parse(readFileSync('openapi.yaml', 'utf8'));
@@ -40,7 +40,8 @@ test('GET /openapi.json serves the contract without a key, its servers this serv
   assert.deepEqual(served.servers, [{ url: '/api/v1/catalog', description: here }, { url: `${service.config.publicBaseUrl}/api/v1/catalog`, description: deployment }]);
   for (const [path, item] of Object.entries(contract.paths) as Array<[string, { servers?: unknown[] }]>) {
     const servedItem = served.paths[path] as { servers?: unknown[] };
-    if (item.servers) assert.deepEqual(servedItem.servers, [{ url: '/', description: here }, { url: service.config.publicBaseUrl, description: deployment }], path);
+    // Absolute first: a generated client joins it and the path as they are ('/' would give '//storage/…').
+    if (item.servers) assert.deepEqual(servedItem.servers, [{ url: service.config.publicBaseUrl, description: deployment }, { url: '/', description: here }], path);
     assert.deepEqual({ ...servedItem, servers: undefined }, { ...item, servers: undefined }, path);
   }
   assert.deepEqual({ ...served, servers: undefined, paths: undefined }, { ...contract, servers: undefined, paths: undefined });

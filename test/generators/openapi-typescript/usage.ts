@@ -27,7 +27,7 @@ export async function sync(): Promise<string[]> {
   const outcome: 'created' | 'updated' | 'unchanged' = upserted.data.data.outcome;
   const stored: string | null | undefined = upserted.data.data.item.media[0]?.storedUrl;
 
-  // Bulk elements are item payloads, nothing wider.
+  // Bulk elements take item payloads (the contract accepts any object there; the service checks each).
   const bulk = await client.POST('/items/bulk-upsert', {
     body: { items: [shirt, { externalSystem: 'erp', externalId: 'SKU-0002', name: 'Plain mug' }] },
   });
