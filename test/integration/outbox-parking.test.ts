@@ -1,6 +1,8 @@
 // No tenant can stall publishing: a record the broker refuses for good is parked while every other catalog's events and webhooks go on, and media events stay small whatever their image's number of items.
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
 import { after, before, test } from 'node:test';
+import { promisify } from 'node:util';
 import { Kafka, logLevel } from 'kafkajs';
 import * as api from '../../generated/client.ts';
 import { domainEvent, eventRow, itemEventKey, writeOutbox } from '../../domain/events/outbox.ts';
@@ -12,11 +14,14 @@ import { readTopic } from '../helpers/kafka.ts';
 import { SETTLE_MS, eventually, settledItem, startMediaBed } from '../helpers/media.ts';
 import type { MediaBed } from '../helpers/media.ts';
 import { metricValue } from '../helpers/metrics.ts';
+import { cliCommand } from '../helpers/runtime.ts';
+import { testEnv } from '../helpers/service.ts';
 import type { Tenant } from '../helpers/service.ts';
 import { startReceiver } from '../helpers/webhook-receiver.ts';
 import type { Receiver } from '../helpers/webhook-receiver.ts';
 
 const FILE = import.meta.filename;
+const run = promisify(execFile);
 // Over Kafka's default max.message.bytes (1 MB): the broker refuses such a record whatever the retries.
 const OVERSIZED_BYTES = 2_000_000;
 const ITEMS_NAMING_ONE_IMAGE = 24_000;
@@ -93,6 +98,18 @@ test('a record the broker refuses is parked, logged and counted, while another c
   assert.deepEqual(await parked(), []);
   assert.equal((await parked({ includeResent: true })).length, 1);
   assert.equal(await metricValue(bed.service.url, 'catalog_outbox_parked_records'), 0);
+
+  // The operator's command line says the same.
+  const cli = (...args: string[]) => run(...cliCommand(['outbox', ...args]), { env: testEnv(FILE, bed.service.databaseUrl) as NodeJS.ProcessEnv })
+    .then(({ stdout }) => ({ code: 0, stdout, stderr: '' }), (error: { code: number; stdout: string; stderr: string }) => error);
+  const waiting = await cli('parked');
+  assert.equal(waiting.code, 0);
+  assert.equal(waiting.stdout.trim().split('\n').length, 1, 'only the header: nothing waits');
+  const all = await cli('parked', '--all');
+  assert.match(all.stdout, new RegExp(`^${record!.id}\t\\S+\tMESSAGE_TOO_LARGE\t${record!.byteSize}\titem\\.created\t${stalled.catalogId}\t${resent.resentAt}`, 'm'));
+  const twice = await cli('resend', record!.id);
+  assert.equal(twice.code, 1);
+  assert.match(twice.stderr, /was re-sent already/);
 });
 
 test(`an image named by ${ITEMS_NAMING_ONE_IMAGE} items: its media events list the first 100 and count them all; nothing is parked and every item's record is published`, async () => {
