@@ -1,4 +1,5 @@
 // The composition root: opens every dependency once and starts the roles this process plays.
+import { hostname } from 'node:os';
 import type { Config } from '../platform/config/config.ts';
 import { analyseOnceFilled } from '../platform/db/first-statistics.ts';
 import { openDatabase } from '../platform/db/orm.ts';
@@ -65,7 +66,8 @@ export async function startService(config: Config, logger: Logger = createLogger
     closers.push(() => statistics.stop());
     // No KAFKA_BROKERS means "run the local broker" (DESIGN §2): start it, or reuse one that answers.
     const brokers = config.kafkaBrokers ?? (await ensureKafka({ dataDir: config.dataDir, logger })).brokers;
-    const kafka = await createKafkaClient(config, logger, { clientId: `catalog-${config.role}`, brokers });
+    // Per process, so that Kafka's tools (consumer group members, quotas, broker logs) tell the fleet's processes apart.
+    const kafka = await createKafkaClient(config, logger, { clientId: `catalog-${config.role}-${hostname()}-${process.pid}`, brokers });
     closers.push(() => kafka.disconnect());
     await kafka.ensureTopics();
     const storage = createStorage(config);

@@ -35,6 +35,19 @@ export interface ImportConsumerOptions {
   readonly logger: Logger;
 }
 
+// The group coordinator's answers to a heartbeat once this member no longer owns its partitions:
+// a member joined or left (a rebalance), or this one was dropped from the group.
+const HANDED_OVER = new Set(['REBALANCE_IN_PROGRESS', 'UNKNOWN_MEMBER_ID', 'ILLEGAL_GENERATION']);
+
+/** Whether a run stopped because its partition went to another member (the heartbeat between batches said so). */
+function handedOver(error: unknown): boolean {
+  for (let e = error, depth = 0; e instanceof Error && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
+    const type = (e as { type?: unknown }).type;
+    if (typeof type === 'string' && HANDED_OVER.has(type)) return true;
+  }
+  return false;
+}
+
 /** Adds a committed batch's lines to the metrics, by outcome. */
 const countLines = (metrics: Metrics) => (counts: BatchCounts) => {
   for (const outcome of ['created', 'updated', 'unchanged', 'failed'] as const) {
@@ -51,10 +64,15 @@ export async function startImportConsumer(options: ImportConsumerOptions): Promi
   /**
    * What a failed run leaves behind. It never throws: the sweeper takes an unfinished job up again
    * within SWEEP_MS, so a failure neither restarts the Kafka consumer (which would hold up every
-   * other catalog's jobs) nor is lost. A lost connection only delays the job; any other failure
-   * counts towards parking it (recordProcessingFailure).
+   * other catalog's jobs) nor is lost. A lost connection only delays the job, and a partition
+   * handed to another member (scaling out or in) hands the job over at its batch boundary; any
+   * other failure counts towards parking it (recordProcessingFailure).
    */
   const afterFailure = async (jobId: string, error: unknown): Promise<string> => {
+    if (handedOver(error)) {
+      log.info({ jobId }, 'import handed over after its last batch: its partition went to another consumer');
+      return 'handed over';
+    }
     if (isConnectionError(error)) {
       log.warn({ err: error, jobId }, 'import interrupted by a lost database connection; it resumes from its last batch');
       return 'interrupted';

@@ -73,6 +73,9 @@ function kafkajsLevel(pinoLevel: string): logLevel {
   }
 }
 
+// kafkajs' Runner says this at error level after every rebalance that dropped the member.
+const REJOINING = /re-joining the group/;
+
 /** kafkajs log entries → pino, one child logger per kafkajs namespace. */
 export function kafkajsLogCreator(logger: Logger) {
   const base = logger.child({ component: 'kafkajs' });
@@ -83,6 +86,8 @@ export function kafkajsLogCreator(logger: Logger) {
     // retry, dozens a minute in an outage; the operation that finally fails throws to its caller,
     // who logs it once with context.
     if (namespace === 'Connection' || namespace === 'BrokerPool') target = 'debug';
+    // A member that a rebalance left behind joins again by itself: a recovered fault, not an error.
+    else if (target === 'error' && REJOINING.test(message)) target = 'warn';
     base[target]({ namespace, ...fields }, message);
   };
 }
