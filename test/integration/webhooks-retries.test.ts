@@ -107,7 +107,8 @@ describe('retry ladder', () => {
     for (let i = 1; i < 8; i++) {
       const gap = receipts[i]!.receivedAt - receipts[i - 1]!.receivedAt;
       assert.ok(gap >= DELAYS[i]! * 0.9 - 5, `gap before attempt ${i + 1} was ${gap} ms, expected about ${DELAYS[i]} ms`);
-      assert.ok(gap <= DELAYS[i]! * 1.1 + 600, `gap before attempt ${i + 1} was ${gap} ms, expected about ${DELAYS[i]} ms`);
+      // The slack is a busy machine's (a test run beside others on two cores), not the schedule's.
+      assert.ok(gap <= DELAYS[i]! * 1.1 + 1500, `gap before attempt ${i + 1} was ${gap} ms, expected about ${DELAYS[i]} ms`);
     }
     await sleep(DELAYS.at(-1)! * 2);
     assert.equal(on('/ladder')(receiver.receipts()).length, 8, 'no ninth automatic attempt');
