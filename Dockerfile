@@ -13,7 +13,7 @@ RUN npm install --omit=dev --no-audit --no-fund && npm cache clean --force
 
 FROM ${NODE_IMAGE}
 # MALLOC_ARENA_MAX: two glibc malloc arenas rather than up to 8 a core keep sharp's peak RSS down
-# (README, Memory).
+# (docs/operations.md, Memory).
 ENV NODE_ENV=production \
     HOST=0.0.0.0 \
     PORT=8080 \

@@ -7,6 +7,8 @@ export interface Progress {
   readonly failed: number;
   /** The jobs' statuses, e.g. `processing` or `queued, processing`. */
   readonly status: string;
+  /** When the first job began processing (epoch ms, the job's `startedAt`), if one has. */
+  readonly startedAt?: number | undefined;
 }
 
 export interface ProgressView {
@@ -37,19 +39,24 @@ export function figures(progress: Progress, rate: number): string {
   return `${progress.processed}/${progress.total} ${Math.round(rate)}/s ETA ${eta} ${progress.failed} failed`;
 }
 
-/** A plain progress line, for logs and pipes. */
+/** A plain progress line, for logs and pipes: before any line is processed there is no rate to show. */
 export function plainLine(progress: Progress, rate: number): string {
   const percent = progress.total > 0 ? Math.floor((progress.processed / progress.total) * 100) : 0;
-  return `importing: ${figures(progress, rate)} (${percent}%), ${progress.status}`;
+  const shown = rate > 0 ? figures(progress, rate) : `${progress.processed}/${progress.total} ${progress.failed} failed`;
+  return `importing: ${shown} (${percent}%), ${progress.status}`;
 }
 
 /** The bar's width for a terminal of `columns`: the whole line stays within it, and within 80. */
 export const barSize = (columns: number | undefined) => Math.max(10, Math.min(columns || MAX_COLUMNS, MAX_COLUMNS) - AROUND_BAR - FIGURES);
 
 export function progressView(stream: NodeJS.WriteStream = process.stderr, now: () => number = Date.now): ProgressView {
-  // Lines per second from the first poll that saw lines processed: time spent queued is no rate.
+  // Lines per second since the job began processing (time spent queued is no rate), so the first
+  // line that shows lines processed has a rate; without a start time (a clock behind the
+  // service's), from the first poll that saw lines processed.
   let first: { at: number; processed: number } | undefined;
   const rateOf = (progress: Progress) => {
+    const sinceStart = progress.startedAt === undefined ? 0 : (now() - progress.startedAt) / 1000;
+    if (progress.processed > 0 && sinceStart > 0) return progress.processed / sinceStart;
     if (!first) {
       if (progress.processed > 0) first = { at: now(), processed: progress.processed };
       return 0;

@@ -151,6 +151,12 @@ async function startPart(opts: RequestOpts, file: string, part: FilePart, index:
   return { part, jobId: created.jobId };
 }
 
+/** When the earliest of the jobs began processing, in epoch ms; undefined while none has. */
+function firstStart(jobs: readonly ImportJob[]): number | undefined {
+  const starts = jobs.flatMap((j) => (j.startedAt ? [Date.parse(j.startedAt)] : []));
+  return starts.length > 0 ? Math.min(...starts) : undefined;
+}
+
 /** Polls the unfinished jobs and shows their progress together (import-progress.ts). */
 async function waitForAll(opts: RequestOpts, started: StartedPart[]): Promise<void> {
   const view = progressView();
@@ -167,6 +173,7 @@ async function waitForAll(opts: RequestOpts, started: StartedPart[]): Promise<vo
         total: jobs.reduce((n, j) => n + j.counts.total, 0),
         failed: jobs.reduce((n, j) => n + j.counts.failed, 0),
         status: [...new Set(jobs.map((j) => j.status))].join(', '),
+        startedAt: firstStart(jobs),
       });
       if (jobs.every((j) => TERMINAL.has(j.status))) return;
       delay = Math.min(delay * 1.5, Math.max(1000, 700 * jobs.filter((j) => !TERMINAL.has(j.status)).length));

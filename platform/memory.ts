@@ -1,4 +1,4 @@
-// V8 heap settings of the service's processes, set at run time (measurements: bench/README.md, Memory).
+// V8 heap settings of the service's processes, set at run time (measurements: bench/results/2026-11-24-import.md, Memory).
 import { PerformanceObserver } from 'node:perf_hooks';
 import { getHeapSpaceStatistics, setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
@@ -38,7 +38,7 @@ let released = false;
  *   releaseStartupMemory, or V8's own when the process idles), it grows again for the next
  *   burst of work. The rule reads the capacity, not the size in memory: the size halves when V8
  *   gives back the idle semi-space, which let a held young generation double past the cap
- *   (bench/README.md, Memory). Deno reports no collections to a PerformanceObserver, so there the
+ *   (bench/results/2026-11-24-import.md, Memory). Deno reports no collections to a PerformanceObserver, so there the
  *   young generation keeps V8's default.
  */
 export function holdConsumerHeap(logger: Logger): void {
@@ -62,7 +62,7 @@ export function holdConsumerHeap(logger: Logger): void {
  * One full collection that gives memory back, once the process has started (once per process).
  * Loading the modules and connecting leave garbage, and as often as not a young generation grown
  * to 32 MB whose semi-spaces stay resident while the process idles: about 35 MB of an idle
- * process's RSS (bench/README.md). V8's "last resort" collection shrinks the young generation to
+ * process's RSS (bench/results/2026-11-24-import.md). V8's "last resort" collection shrinks the young generation to
  * its starting size and compacts the old one; it grows again when work comes. Only `--expose-gc`
  * gives JavaScript the collector: set at run time, the flag exposes it to the next context
  * created. A runtime that does not expose it is left as it is.

@@ -5,3 +5,9 @@ export const identityKey = (externalSystem: string, externalId: string) => `${ex
 
 /** Categories and brands match per catalog on the trimmed name, case-insensitively (DESIGN §4). */
 export const nameKey = (name: string) => name.toLowerCase();
+
+/** The identity a key was made of: an external system never holds the NUL character, so the first one splits. */
+export function identityOf(key: string): { externalSystem: string; externalId: string } {
+  const at = key.indexOf('\u0000');
+  return { externalSystem: key.slice(0, at), externalId: key.slice(at + 1) };
+}

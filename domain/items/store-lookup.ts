@@ -82,7 +82,7 @@ const LOOKUP_ONE = prepared(`
 // generic plan dearer and planned this statement anew on every run, which took twice as long as
 // running it. A limit it cannot see makes it reckon a tenth of the rows, so after its first
 // five runs a connection keeps the generic plan: the same nested loop of index probes
-// (bench/README.md, #23).
+// (bench/results/2026-11-25-targets-part-by-part.md).
 const LOOKUP_MANY = prepared(`
     SELECT t.ord, v.*, o.id AS owner_id, o.external_system AS owner_s, o.external_id AS owner_e, o.content_hash AS owner_h,
       (SELECT c.id FROM categories c WHERE v.content_hash IS DISTINCT FROM t.h AND c.catalog_id = $1 AND c.name_key = t.ck) AS found_category,

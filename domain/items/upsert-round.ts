@@ -5,7 +5,7 @@ import { ProductError, conflict } from '../../platform/errors.ts';
 import { newId } from '../../platform/ids.ts';
 import { lockNamedAssets } from '../media/asset-store.ts';
 import { registerMedia } from '../media/register.ts';
-import { identityKey, nameKey } from './keys.ts';
+import { identityKey, identityOf, nameKey } from './keys.ts';
 import type { NormalizedItem } from './normalized-item.ts';
 import { lookup, writeInput, writeItems, writeItemsWithRider } from './store.ts';
 import type { Lookup, NewName, StoredRow, WriteCandidate, WriteInput, WriteRider, WrittenRow } from './store.ts';
@@ -113,7 +113,7 @@ function decide(round: readonly ValidInput[], found: Lookup, how: RoundWrite) {
     if (item.sku !== null) {
       const owner = found.skuOwners.get(item.sku) ?? claimedSkus.get(item.sku);
       if (owner !== undefined && owner !== key) {
-        results.push({ index, status: 'error', externalId: item.externalId, error: skuConflict(item.sku, how.pathPrefix?.(index)) });
+        results.push({ index, status: 'error', externalId: item.externalId, error: skuConflict(item.sku, owner, how.pathPrefix?.(index)) });
         continue;
       }
       claimedSkus.set(item.sku, key);
@@ -211,8 +211,15 @@ function newNames(items: readonly NormalizedItem[], found: Lookup) {
   return { categories: found.categories, brands: found.brands, newCategories: [...newCategories.values()], newBrands: [...newBrands.values()] };
 }
 
-const skuConflict = (sku: string, prefix = '') =>
-  conflict(`SKU "${sku}" is already used by another item of this catalog.`, [{ path: `${prefix}sku`, message: 'must be unique within the catalog' }]);
+/** Names the item holding the SKU when the lookup found it, so the caller can fix one or the other. */
+function skuConflict(sku: string, holder: string | undefined, prefix = ''): ProductError {
+  let held = 'another item of this catalog';
+  if (holder !== undefined) {
+    const { externalSystem, externalId } = identityOf(holder);
+    held = `the item with externalSystem ${JSON.stringify(externalSystem)} and externalId ${JSON.stringify(externalId)}`;
+  }
+  return conflict(`SKU ${JSON.stringify(sku)} is already used by ${held}.`, [{ path: `${prefix}sku`, message: 'must be unique within the catalog' }]);
+}
 
 function isDatabaseError(error: unknown): boolean {
   return typeof (error as { code?: unknown })?.code === 'string' && /^[0-9A-Z]{5}$/.test((error as { code: string }).code);
@@ -220,6 +227,6 @@ function isDatabaseError(error: unknown): boolean {
 
 function databaseError(error: unknown, item: NormalizedItem, prefix?: string): ProductError {
   const { code, constraint } = error as { code: string; constraint?: string };
-  if (code === UNIQUE_VIOLATION && constraint === 'items_catalog_sku_key' && item.sku !== null) return skuConflict(item.sku, prefix);
+  if (code === UNIQUE_VIOLATION && constraint === 'items_catalog_sku_key' && item.sku !== null) return skuConflict(item.sku, undefined, prefix);
   return new ProductError('error', 'The item could not be stored because of a database error; retrying later may succeed.');
 }

@@ -9,7 +9,7 @@ import type { MediaStore } from './media-store.ts';
 
 export const RENDITION_TYPE = 'image/webp';
 // WebP at quality 80: about a tenth of a JPEG's bytes at q90 for the same look at these sizes.
-// Effort 0 of 6 costs half the default's CPU for files a few per cent larger (bench/README.md).
+// Effort 0 of 6 costs half the default's CPU for files a few per cent larger (bench/results/2026-11-24-media.md).
 const WEBP = { quality: 80, effort: 0 } as const;
 
 /** A rendition as stored on the asset (media_assets.renditions) and shown in the contract, less its address. */

@@ -10,7 +10,10 @@ export interface TargetRules {
 
 // A save must not hang on a slow resolver; the connect-time guard still protects delivery.
 const LOOKUP_TIMEOUT_MS = 2000;
-const REFUSED = 'must not point to a private, loopback, link-local or metadata address';
+// Each refusal names the setting that lifts it, so a developer with a local receiver knows where to look.
+const REFUSED = 'must not point to a private, loopback, link-local or metadata address'
+  + ' (the operator may allow it for development with OUTBOUND_ALLOW_PRIVATE=true)';
+const HTTPS_ONLY = 'must use https (the operator may allow http for development with WEBHOOK_ALLOW_HTTP=true)';
 
 function resolves(hostname: string, allowPrivate: boolean): Promise<'ok' | 'refused' | 'unknown'> {
   return new Promise((done) => {
@@ -36,7 +39,7 @@ export async function checkTargetUrl(raw: string, rules: TargetRules, path = 'ur
     throw validationError([{ path, message: 'must be an absolute URL' }]);
   }
   if (url.protocol !== 'https:' && !(url.protocol === 'http:' && rules.allowHttp)) {
-    throw validationError([{ path, message: rules.allowHttp ? 'must use http or https' : 'must use https' }]);
+    throw validationError([{ path, message: rules.allowHttp ? 'must use http or https' : HTTPS_ONLY }]);
   }
   if (url.username !== '' || url.password !== '') {
     throw validationError([{ path, message: 'must not contain credentials; authenticate deliveries by their signature' }]);

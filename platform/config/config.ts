@@ -46,7 +46,7 @@ export interface Config {
   /** How long GET /events keeps a published event readable (sent work messages go after a day). */
   readonly eventRetentionDays: number;
   readonly outboundAllowPrivate: boolean;
-  /** Media ingestion (README "Media"). */
+  /** Media ingestion (docs/media.md). */
   readonly media: MediaConfig;
   /** CATALOG_ENVIRONMENT: production (keys `cat_live_…`) or staging (keys `cat_test_…`). */
   readonly environment: Environment;

@@ -22,7 +22,7 @@ const NOT_YET_ANALYSED = `
  * Each connection keeps the plan of a prepared statement until an ANALYZE of its tables (or a
  * change to them) makes it plan anew. In a new database the first plans are made while the
  * tables are empty, and they probe an index that filters a whole catalog once the tables are
- * not: single upserts slow down as the table grows (bench/README.md, A new database).
+ * not: single upserts slow down as the table grows (bench/results/2026-11-25-new-database.md).
  * Autovacuum's first ANALYZE comes on its next round, a minute or more later. So every
  * `intervalMs`, until each of `tables` has statistics (Postgres's `reltuples` is -1 until then),
  * one that holds `rows` or more is analysed here; after that autovacuum keeps them. A table

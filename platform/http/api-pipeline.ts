@@ -118,7 +118,7 @@ export async function serveApi(
     const query = coerced.query ?? (parsed!.query as Record<string, unknown>);
     // The request's logger and entity manager are made on first use: most requests never log, and
     // a group of single upserts runs on one entity manager, not one per request. Each costs a few
-    // percent of a single upsert's CPU (bench/README.md, bench:items).
+    // percent of a single upsert's CPU (bench/results/, bench:items).
     let logger: Logger | undefined;
     const contextWith = (makeEm: () => HandlerContext['em']): HandlerContext => {
       let em: HandlerContext['em'] | undefined;

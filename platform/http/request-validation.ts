@@ -97,7 +97,7 @@ export function schemaErrors(services: Services, request: Request, operation: Co
   if (itemPayloadsOf(operation) !== 'body') return services.contract.validateRequest(request, operation, bodyBytes);
   // Without parameters there is nothing left for the contract's validator but a query the
   // operation does not declare: the single upsert's hot path skips openapi-backend's request
-  // parsing, a sixteenth of its CPU (bench/README.md, bench:items). New objects each time: they
+  // parsing, a sixteenth of its CPU (bench/results/, bench:items). New objects each time: they
   // become the handler's params and query.
   if (!operation.parameters?.length && Object.keys(request.query ?? {}).length === 0) return { valid: true, errors: null, coerced: { params: {}, query: {} } };
   // The parameters alone: without a body (nor a JSON content type) openapi-backend leaves the

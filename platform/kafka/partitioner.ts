@@ -8,7 +8,7 @@ const SEED = 0x9747b28c;
 /**
  * Kafka's murmur2 (org.apache.kafka.common.utils.Utils.murmur2) of `data`, as a signed 32-bit
  * integer. kafkajs computes the same with a 64-bit Long emulation, which cost more than a
- * microsecond per 4 bytes of key (bench/README.md): Math.imul is Java's int multiply.
+ * microsecond per 4 bytes of key (bench/results/): Math.imul is Java's int multiply.
  */
 export function murmur2(data: Uint8Array): number {
   const length = data.length;

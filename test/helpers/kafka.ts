@@ -20,7 +20,7 @@ export interface TopicRecord {
   readonly headers: Record<string, string>;
 }
 
-/** Whether the tests take their brokers from @testcontainers/kafka (README: Development). */
+/** Whether the tests take their brokers from @testcontainers/kafka (docs/development.md, Containers). */
 export const fromTestcontainers = (): boolean => process.env.TEST_KAFKA === 'testcontainers';
 
 /** The broker every test file shares: KAFKA_BROKERS (set by global setup) or the local one on 9092. */

@@ -158,6 +158,8 @@ test('a SKU used by another item is a 409 conflict and changes nothing', async (
   const error = expectStatus(clash, 409);
   assert.equal(error.error.code, 'conflict');
   assert.equal(error.error.details?.[0]?.path, 'sku');
+  // The message names the holder, so the caller knows which of the two items to change.
+  assert.equal(error.error.message, 'SKU "SHARED-SKU" is already used by the item with externalSystem "erp" and externalId "SKU-A".');
   assert.equal((await sql.query("SELECT count(*) AS n FROM items WHERE external_id = 'SKU-B'")).rows[0].n, '0');
   // SKUs are per catalog: another catalog may use the same one.
   const other = await service.newTenant();

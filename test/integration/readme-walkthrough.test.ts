@@ -1,4 +1,4 @@
-// The README's walkthrough, extracted from README.md and run as written by bash against a fresh service, so that the README cannot drift.
+// The walkthrough of docs/getting-started.md (linked from the README), run as written by bash against a fresh service, so that it cannot drift.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -11,6 +11,7 @@ import { spawnService } from '../helpers/spawned-service.ts';
 import { runId } from '../helpers/test-run.ts';
 
 const ROOT = resolve(import.meta.dirname, '../..');
+const WALKTHROUGH = join(ROOT, 'docs/getting-started.md');
 // The walkthrough waits for the service's own background work (an import of 500 lines, one
 // image, webhook deliveries whose first retry comes 5 s after a miss): minutes at the most on a
 // busy machine, far less usually.
@@ -21,8 +22,8 @@ const API_LINE = /^export CATALOG_API_URL=http:\/\/127\.0\.0\.1:8080\/api\/v1\/c
 const MERCHANT_LINE = /^export MERCHANT_PORT=4000(\s.*)?$/m;
 
 /** The `sh` blocks after `<!-- walkthrough -->` markers, in order, and the one that starts the service. */
-function walkthrough(readme: string): { start: string; script: string } {
-  const blocks = [...readme.matchAll(/<!-- walkthrough(: the service)? -->\n```sh\n([\s\S]*?)```/g)];
+function walkthrough(page: string): { start: string; script: string } {
+  const blocks = [...page.matchAll(/<!-- walkthrough(: the service)? -->\n```sh\n([\s\S]*?)```/g)];
   const start = blocks.filter((block) => block[1]).map((block) => block[2]!.trim());
   assert.equal(start.length, 1, 'one block starts the service');
   const script = blocks.filter((block) => !block[1]).map((block) => block[2]).join('\n');
@@ -30,15 +31,15 @@ function walkthrough(readme: string): { start: string; script: string } {
   return { start: start[0]!, script };
 }
 
-/** `A=1 B=2 npm start` → { A: '1', B: '2' }; anything else there is a README the test cannot start. */
+/** `A=1 B=2 npm start` → { A: '1', B: '2' }; anything else there is a walkthrough the test cannot start. */
 function startSettings(line: string): Record<string, string> {
   const match = /^((?:[A-Z_]+=\S+ )*)npm start$/.exec(line);
   assert.ok(match, `the service is started with settings and npm start: ${line}`);
   return Object.fromEntries(match[1]!.trim().split(/\s+/).filter(Boolean).map((pair) => pair.split('=') as [string, string]));
 }
 
-test('the README walkthrough runs as written against a fresh service', async (t) => {
-  const { start, script } = walkthrough(await readFile(join(ROOT, 'README.md'), 'utf8'));
+test('the walkthrough runs as written against a fresh service', async (t) => {
+  const { start, script } = walkthrough(await readFile(WALKTHROUGH, 'utf8'));
   const service = await spawnService(import.meta.filename, 'node', { env: startSettings(start) });
   t.after(() => service.stop());
   const merchantPort = await freePort();

@@ -123,9 +123,9 @@ describe('subscriptions', () => {
 
   test('URL rules: https only, no credentials, no private, loopback, link-local or metadata host (also by DNS name)', async () => {
     const refused: Array<[string, RegExp]> = [
-      ['http://hooks.merchant.example/a', /https/],
+      ['http://hooks.merchant.example/a', /must use https .*WEBHOOK_ALLOW_HTTP=true/],
       ['https://user:secret@hooks.merchant.example/a', /credentials/],
-      ['https://127.0.0.1/a', /private, loopback/],
+      ['https://127.0.0.1/a', /private, loopback.*OUTBOUND_ALLOW_PRIVATE=true/],
       ['https://localhost:8443/a', /private, loopback/],
       ['https://[::1]/a', /private, loopback/],
       ['https://10.1.2.3/a', /private, loopback/],

@@ -53,9 +53,26 @@ test('without a terminal: a plain line at every change of status, otherwise at m
   view.update({ processed: 70, total: 100, failed: 1, status: 'processing' });
   view.update({ processed: 100, total: 100, failed: 1, status: 'completed_with_errors' });
   assert.deepEqual(written, [
-    'importing: 0/100 0/s ETA ? 0 failed (0%), queued\n',
-    'importing: 10/100 0/s ETA ? 0 failed (10%), processing\n',
+    'importing: 0/100 0 failed (0%), queued\n',
+    'importing: 10/100 0 failed (10%), processing\n',
     'importing: 70/100 10/s ETA 3s 1 failed (70%), processing\n',
     'importing: 100/100 15/s ETA 0s 1 failed (100%), completed_with_errors\n',
   ]);
+});
+
+test('with the job\'s start time, the first plain line that shows lines processed gives a rate and an ETA', () => {
+  const written: string[] = [];
+  const stream = { isTTY: false, write: (line: string) => written.push(line) } as unknown as NodeJS.WriteStream;
+  let clock = 10_000;
+  const view = progressView(stream, () => clock);
+  view.update({ processed: 0, total: 1000, failed: 0, status: 'queued' });
+  view.update({ processed: 200, total: 1000, failed: 2, status: 'processing', startedAt: 8000 });
+  clock = 16_000;
+  view.update({ processed: 800, total: 1000, failed: 2, status: 'processing', startedAt: 8000 });
+  assert.deepEqual(written, [
+    'importing: 0/1000 0 failed (0%), queued\n',
+    'importing: 200/1000 100/s ETA 8s 2 failed (20%), processing\n',
+    'importing: 800/1000 100/s ETA 2s 2 failed (80%), processing\n',
+  ]);
+  assert.ok(written.every((line) => !line.includes('0/s ETA ?')));
 });

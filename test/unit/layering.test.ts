@@ -1,4 +1,4 @@
-// The code's layering rules (README, "Architecture"): which folders may import which, no module-level configuration, files a screenful or a few.
+// The code's layering rules (docs/design.md, "Architecture"): which folders may import which, no module-level configuration, files a screenful or a few.
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';

@@ -6,7 +6,7 @@ export class ItemForeignKeys extends Migration {
 
   override up(): void {
     // Each check is a query of its own per item written: a fifth of Postgres's CPU in a fresh
-    // import's upsert (bench/README.md, issue #23). Catalogs, categories and brands are never
+    // import's upsert (bench/results/2026-11-24-targets-part-by-part.md). Catalogs, categories and brands are never
     // deleted, and the upsert takes an item's category and brand ids from the rows it looked up
     // or inserted in the same transaction, so the checks guarded against nothing the service does.
     this.addSql(`ALTER TABLE items
