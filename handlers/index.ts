@@ -2,6 +2,7 @@
 import type { Contract } from '../platform/http/contract.ts';
 import type { Handler } from '../platform/http/types.ts';
 import { getEvent } from './events/get-event.ts';
+import { getEventPublishing } from './events/get-event-publishing.ts';
 import { listEvents } from './events/list-events.ts';
 import { cancelImport } from './imports/cancel-import.ts';
 import { createImport } from './imports/create-import.ts';
@@ -62,6 +63,7 @@ export const handlers: Readonly<Record<string, Handler>> = Object.freeze({
   // events
   listEvents,
   getEvent,
+  getEventPublishing,
   // webhooks
   createWebhook,
   listWebhooks,

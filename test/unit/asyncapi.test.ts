@@ -75,7 +75,9 @@ test('checkKafkaRecord accepts well-formed records, whatever the topic prefix, a
     key: WEBHOOK, value: Buffer.from(JSON.stringify({ jobId: WEBHOOK, catalogId: CATALOG })), headers: { 'event-id': EVENT_ID },
   });
   const itemKey = JSON.stringify([CATALOG, 'erp', 'SKU "1" \\ ✓']);
-  checkKafkaRecord('staging.catalog.items.v1', { key: itemKey, value: null, headers: { 'event-id': EVENT_ID } });
+  const recordHeaders = { 'event-id': EVENT_ID, 'event-type': 'item.deleted', 'catalog-id': CATALOG, 'content-type': 'application/json', 'schema-version': '1' };
+  checkKafkaRecord('staging.catalog.items.v1', { key: itemKey, value: null, headers: recordHeaders });
+  assert.throws(() => checkKafkaRecord('catalog.items.v1', { key: itemKey, value: null, headers: { 'event-id': EVENT_ID } }), /must have required property 'event-type'/);
   assert.throws(() => checkKafkaRecord('catalog.events.v1', { ...eventRecord(), value: null }), /tombstone/);
 });
 
