@@ -41,6 +41,14 @@ export type ErrorResponse = {
 export type SuccessFlag = true;
 export type ExternalSystem = string;
 export type ExternalId = string;
+export type ItemCategory = {
+    id: string;
+    name: string;
+};
+export type ItemBrand = {
+    id: string;
+    name: string;
+};
 export type MediaRole = "primary" | "gallery";
 export type MediaStatus = "pending" | "ingested" | "failed";
 export type MediaRendition = {
@@ -109,14 +117,8 @@ export type Item = {
     gtin13: string | null;
     /** 8 digits, without dots. */
     ncm: string | null;
-    category: {
-        id: string;
-        name: string;
-    } | null;
-    brand: {
-        id: string;
-        name: string;
-    } | null;
+    category: ItemCategory | null;
+    brand: ItemBrand | null;
     tags: string[];
     /** Free-form JSON object; `null` when none. */
     metadata: {

@@ -1,4 +1,4 @@
-// The service's topics as a reader's admin client sees them: created with the configured partitions and the configuration asyncapi.yaml declares, and existing ones reconciled at start.
+// The service's topics as a reader's admin client sees them: created with the configured partitions and the configuration asyncapi.yaml declares, existing ones reconciled at start, and the served document naming them.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { after, before, test } from 'node:test';
@@ -13,6 +13,8 @@ import type { TestService } from '../helpers/service.ts';
 const FILE = import.meta.filename;
 const { ConfigResourceTypes, Kafka, logLevel } = kafkajs;
 const DAY_MS = 24 * 3600_000;
+// Where readers would reach the brokers, were they behind a proxy: only the served document says it.
+const PUBLIC_BROKERS = ['kafka-1.catalog.example.com:9094', 'kafka-2.catalog.example.com:9094'];
 
 let service: TestService;
 let admin: Admin;
@@ -54,8 +56,8 @@ before(async () => {
       { topic: `${prefix}catalog.items.v1`, numPartitions: 16, configEntries: [{ name: 'cleanup.policy', value: 'delete' }] },
     ],
   });
-  // KAFKA_PARTITIONS empty: the default, whatever the test helpers choose for other files.
-  service = await startTestService(FILE, { KAFKA_PARTITIONS: '' });
+  // KAFKA_PARTITIONS empty: the default, whatever the environment says.
+  service = await startTestService(FILE, { KAFKA_PARTITIONS: '', KAFKA_PUBLIC_BROKERS: PUBLIC_BROKERS.join(',') });
 });
 
 after(async () => {
@@ -84,6 +86,25 @@ test('an existing topic keeps its partitions, fewer or more, and the overrides o
     'cleanup.policy': 'compact', 'delete.retention.ms': String(7 * DAY_MS), 'min.compaction.lag.ms': String(DAY_MS), 'message.timestamp.type': 'CreateTime',
   });
   assert.deepEqual(await configOf('catalog.items.v1', Object.keys(items)), items);
+});
+
+test('GET /asyncapi.json names the brokers readers reach, the real topic names, and the partitions and configuration the topics have', async () => {
+  const answer = await fetch(`${service.url}/api/v1/catalog/asyncapi.json`);
+  assert.equal(answer.status, 200);
+  const served = await answer.json() as {
+    servers: Record<string, { host: string; protocol: string }>;
+    channels: Record<string, { address: string; bindings?: { kafka: { partitions: number; topicConfiguration: Record<string, unknown> } } }>;
+  };
+  assert.deepEqual(Object.values(served.servers).map((server) => [server.protocol, server.host]), PUBLIC_BROKERS.map((host) => ['kafka', host]));
+  const declared = declaredConfigs();
+  for (const channel of Object.values(served.channels)) {
+    const topic = [...declared.keys()].find((name) => channel.address === service.kafka.topic(name));
+    assert.ok(topic, `${channel.address} is one of the service's topics, prefix and all`);
+    const { partitions, topicConfiguration } = channel.bindings!.kafka;
+    const configuration = Object.fromEntries(Object.entries(topicConfiguration).map(([name, value]) => [name, String(value)]));
+    assert.deepEqual(await configOf(topic, Object.keys(configuration)), configuration, `${topic} is configured as served`);
+    if (topic !== 'catalog.events.v1' && topic !== 'catalog.items.v1') assert.equal(partitions, await partitionsOf(topic), `${topic} partitions`);
+  }
 });
 
 test('another instance started with other retentions brings the topics to them', async () => {
