@@ -153,13 +153,19 @@ async function reconcileConfigs(admin: Admin, topics: string[], plan: TopicPlan)
   return reconciled;
 }
 
-/** Resolves once every partition of the topics has a leader; gives up after about 30 s. */
+/**
+ * Resolves once every partition of the topics has a leader that serves it; gives up after about
+ * 30 s. Metadata names a leader before the broker has loaded the partition (NOT_LEADER_FOR_PARTITION
+ * for a moment after, the longer the more partitions a fresh broker loads): asking each
+ * partition's offsets waits that out too.
+ */
 async function waitForLeaders(admin: Admin, topics: string[]): Promise<void> {
   await pRetry(
     async () => {
       const metadata = await admin.fetchTopicMetadata({ topics });
       const leaderless = metadata.topics.filter((topic) => topic.partitions.length === 0 || topic.partitions.some((p) => p.leader < 0));
       if (leaderless.length > 0) throw new Error(`no leader yet for ${leaderless.map((topic) => topic.name).join(', ')}`);
+      await Promise.all(topics.map((topic) => admin.fetchTopicOffsets(topic)));
     },
     {
       retries: 60,
