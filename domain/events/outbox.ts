@@ -196,7 +196,7 @@ export interface OutboxRecord {
   readonly topic: string;
   readonly key: string;
   readonly payload: string;
-  /** A domain event's type (its event-type header); null for a work message or changelog record. */
+  /** A domain event's type (its event-type header), a changelog record's the type of its event; null for a work message. */
   readonly type: string | null;
   /** A domain event's catalog; null for a work message or changelog record. */
   readonly catalog_id: string | null;
