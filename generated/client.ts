@@ -42,6 +42,14 @@ export type ErrorResponse = {
 export type SuccessFlag = boolean;
 export type ExternalSystem = string;
 export type ExternalId = string;
+export type ItemCategory = {
+    id: string;
+    name: string;
+};
+export type ItemBrand = {
+    id: string;
+    name: string;
+};
 export type MediaRole = "primary" | "gallery";
 export type MediaStatus = "pending" | "ingested" | "failed";
 export type MediaRendition = {
@@ -110,14 +118,8 @@ export type Item = {
     gtin13: string | null;
     /** 8 digits, without dots. */
     ncm: string | null;
-    category: {
-        id: string;
-        name: string;
-    } | null;
-    brand: {
-        id: string;
-        name: string;
-    } | null;
+    category: ItemCategory | null;
+    brand: ItemBrand | null;
     tags: string[];
     /** Free-form JSON object; `null` when none. */
     metadata: {
@@ -407,6 +409,30 @@ export type EventList = {
     events: EventEnvelope[];
     /** `null` on the last page; newer events are read later with `after` = the last event's id. */
     nextCursor: string | null;
+};
+export type PublishedEvent = {
+    /** The event's id (its `event-id` header); `GET /events?after=` this id lists what came after it. */
+    eventId: string;
+    /** When its change was written (the database time of its transaction, in milliseconds), equal to its Kafka record timestamp and to that of the changelog records written with it. */
+    committedAt: string;
+    /** When Kafka acknowledged it. */
+    publishedAt: string;
+};
+export type EventPublishing = {
+    /** True when no change of the catalog waits to be published; every change committed before this answer is then on `catalog.events.v1` and `catalog.items.v1`. */
+    caughtUp: boolean;
+    /** The catalog's changes committed but not yet acknowledged by Kafka (an event and the changelog records written with it count once). */
+    unpublished: number;
+    /** How long the oldest unpublished change has waited, in seconds; 0 when none waits. */
+    oldestUnpublishedAgeSeconds: number;
+    /** Every change of the catalog committed before this answer and written before this
+    instant is on Kafka: the time the oldest unpublished change was written, or this
+    answer's time when none waits. Kafka record timestamps on both topics are the times
+    changes were written.
+     */
+    publishedThrough: string;
+    /** The newest event of the catalog on `catalog.events.v1`; `null` when none was published yet (or all are past the retention period). */
+    lastPublished: PublishedEvent | null;
 };
 export type WebhookUrl = string;
 export type EventSubscription = "*" | "item.created" | "item.updated" | "item.deleted" | "variant.created" | "variant.updated" | "variant.deleted" | "stock.adjusted" | "media.ingested" | "media.ingestion_failed" | "import.completed" | "import.failed" | "webhook.test";
@@ -1305,6 +1331,38 @@ export function listEvents({ limit, cursor, after, $type, resourceId, since, unt
         since,
         until
     }))}`, {
+        ...opts
+    });
+}
+/**
+ * How far the catalog's changes are published on Kafka
+ */
+export function getEventPublishing(opts?: Oazapfts.RequestOpts) {
+    return oazapfts.fetchJson<{
+        status: 200;
+        data: {
+            success: SuccessFlag;
+            data: EventPublishing;
+        };
+    } | {
+        status: 400;
+        data: ErrorResponse;
+    } | {
+        status: 401;
+        data: ErrorResponse;
+    } | {
+        status: 403;
+        data: ErrorResponse;
+    } | {
+        status: 429;
+        data: ErrorResponse;
+    } | {
+        status: 500;
+        data: ErrorResponse;
+    } | {
+        status: 503;
+        data: ErrorResponse;
+    }>("/events/publishing", {
         ...opts
     });
 }

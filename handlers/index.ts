@@ -4,6 +4,7 @@ import type { Handler } from '../platform/http/types.ts';
 import { listParkedRecords } from './admin/list-parked-records.ts';
 import { resendParkedRecord } from './admin/resend-parked-record.ts';
 import { getEvent } from './events/get-event.ts';
+import { getEventPublishing } from './events/get-event-publishing.ts';
 import { listEvents } from './events/list-events.ts';
 import { cancelImport } from './imports/cancel-import.ts';
 import { createImport } from './imports/create-import.ts';
@@ -64,6 +65,7 @@ export const handlers: Readonly<Record<string, Handler>> = Object.freeze({
   // events
   listEvents,
   getEvent,
+  getEventPublishing,
   // webhooks
   createWebhook,
   listWebhooks,

@@ -83,8 +83,9 @@ function chunksBySize(rows: readonly OutboxRecord[]): OutboxRecord[][] {
   let current: OutboxRecord[] = [];
   let bytes = 0;
   for (const row of rows) {
-    // An item event's changelog record is at most its payload again.
-    const size = 2 * (Buffer.byteLength(row.payload) + Buffer.byteLength(row.key)) + 200;
+    // An item event's changelog record is at most its payload again; each of the two carries
+    // the five headers (about 170 bytes) and a record's framing.
+    const size = 2 * (Buffer.byteLength(row.payload) + Buffer.byteLength(row.key)) + 400;
     if (current.length > 0 && bytes + size > MAX_SEND_BYTES) {
       chunks.push(current);
       current = [];
@@ -97,16 +98,21 @@ function chunksBySize(rows: readonly OutboxRecord[]): OutboxRecord[][] {
   return chunks;
 }
 
-/** The record's messages, by topic: its own, and for an item event the item's changelog record (with the event's key and id). */
+/**
+ * The record's messages, by topic: its own, and for an item event the item's changelog record
+ * (with the event's key and headers). Both are stamped with the time their change was written,
+ * not the publishing time (docs/design.md, "The item changelog").
+ */
 function addMessages(byTopic: Map<string, Message[]>, row: OutboxRecord, topicOf: (logical: string) => string): void {
   const add = (topic: string, message: Message) => {
     const messages = byTopic.get(topic);
     if (messages) messages.push(message);
     else byTopic.set(topic, [message]);
   };
-  add(topicOf(row.topic), { key: row.key, value: row.payload, headers: recordHeaders(row) });
+  const headers = recordHeaders(row);
+  add(topicOf(row.topic), { key: row.key, value: row.payload, headers, timestamp: row.committed_at });
   const record = itemRecordOf(row);
-  if (record) add(topicOf(TOPICS.items), { key: row.key, value: record.value, headers: { 'event-id': row.event_id } });
+  if (record) add(topicOf(TOPICS.items), { key: row.key, value: record.value, headers, timestamp: row.committed_at });
 }
 
 export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {

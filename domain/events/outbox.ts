@@ -95,14 +95,15 @@ export function appendEventsCtes(select: SqlFragment): SqlFragment {
 }
 
 /**
- * Appends, in one statement, the records `select` yields as (event_id, topic, key, payload):
- * records without a catalog of their own (work messages, changelog records), built by SQL from
- * the rows they describe. Wakes the relay; returns each record's key and event id.
+ * Appends, in one statement, the records `select` yields as (event_id, topic, key, payload,
+ * type): records that GET /events does not list (changelog records, with the type of the event
+ * they go with), built by SQL from the rows they describe. Wakes the relay; returns each
+ * record's key and event id.
  */
 export async function appendRows(db: Db, select: SqlFragment): Promise<Array<{ key: string; eventId: string }>> {
   const rows = await query<{ key: string; event_id: string }>(db, sql`
     WITH appended AS (
-      ${insertRecords(sql`SELECT a.event_id, a.topic, a.key, a.payload, NULL::text, NULL::uuid, 0 FROM (${select}) AS a(event_id, topic, key, payload)`,
+      ${insertRecords(sql`SELECT a.event_id, a.topic, a.key, a.payload, a.type, NULL::uuid, 0 FROM (${select}) AS a(event_id, topic, key, payload, type)`,
         sql`keys, event_ids`)}
     ), notified AS (
       SELECT pg_notify(${OUTBOX_CHANNEL}::text, '') FROM (SELECT 1 FROM appended LIMIT 1) AS any_row
@@ -141,16 +142,23 @@ export const itemEventKeySql = (catalogId: string, externalSystem: string, exter
 export const mediaEventKey = (catalogId: string, sourceUrlHash: string): string => JSON.stringify([catalogId, sourceUrlHash]);
 
 /**
- * The Kafka headers of an outbox record: `event-id`, a domain event's `event-type`, and for a
- * domain event its `catalog-id`, `content-type` and `schema-version`. Only the event type is
- * stored; the rest comes from the row's columns when it is published, which keeps the outbox
- * rows, and the statements that write and claim them, small.
+ * The Kafka headers of an outbox record: `event-id` on every record; on an event and on a
+ * changelog record (which carries the headers of the event it goes with) also `event-type`,
+ * `catalog-id`, `content-type` and `schema-version`. Only the event type is stored; the rest comes
+ * from the row's columns, or a changelog record's key, when it is published, which keeps the
+ * outbox rows, and the statements that write and claim them, small.
  */
 export function recordHeaders(record: OutboxRecord): Record<string, string> {
-  const headers: Record<string, string> = record.type === null ? { 'event-id': record.event_id } : { 'event-type': record.type, 'event-id': record.event_id };
-  return record.catalog_id === null ? headers
-    : { ...headers, 'catalog-id': record.catalog_id, 'content-type': 'application/json', 'schema-version': EVENT_SCHEMA_VERSION };
+  const catalogId = record.catalog_id ?? (record.topic === TOPICS.items ? catalogOfItemKey(record.key) : null);
+  if (catalogId === null) return { 'event-id': record.event_id };
+  return {
+    ...(record.type === null ? {} : { 'event-type': record.type }), 'event-id': record.event_id,
+    'catalog-id': catalogId, 'content-type': 'application/json', 'schema-version': EVENT_SCHEMA_VERSION,
+  };
 }
+
+/** The catalog id an item's key (itemEventKey) begins with. */
+const catalogOfItemKey = (key: string): string => (JSON.parse(key) as string[])[0]!;
 
 /** The outbox record for a domain event on `catalog.events.v1`, keyed by its resource (see itemEventKey). */
 export function eventRow(event: DomainEvent<object>, key: string = event.resourceId): OutboxRow {
@@ -188,10 +196,12 @@ export interface OutboxRecord {
   readonly topic: string;
   readonly key: string;
   readonly payload: string;
-  /** A domain event's type (its event-type header); null for a work message or changelog record. */
+  /** A domain event's type (its event-type header), a changelog record's the type of its event; null for a work message. */
   readonly type: string | null;
-  /** A domain event's catalog; null for a work message. */
+  /** A domain event's catalog; null for a work message or changelog record. */
   readonly catalog_id: string | null;
+  /** When the transaction that wrote it ran, in milliseconds since the epoch: its Kafka timestamp. */
+  readonly committed_at: string;
 }
 
 // Any constant works as long as every relay uses the same one.
@@ -214,7 +224,8 @@ export async function claimOutbox(tx: Db, limit: number): Promise<{ records: Out
   const taken = waiting.filter((row, i) => i === 0 || Number(row.running) <= limit).map((row) => row.id);
   if (taken.length === 0) return { records: [], more: false };
   const records = await query<OutboxRecord>(tx,
-    `SELECT o.id AS row, e.event_id, o.topic, e.key, e.payload, e.type, o.catalog_id
+    `SELECT o.id AS row, e.event_id, o.topic, e.key, e.payload, e.type, o.catalog_id,
+            floor(extract(epoch FROM o.created_at) * 1000)::bigint::text AS committed_at
        FROM outbox o, unnest(o.event_ids, o.keys, o.payloads, o.types) WITH ORDINALITY AS e(event_id, key, payload, type, ord)
       WHERE o.id = ANY($1::bigint[]) AND o.sent_at IS NULL ORDER BY o.id, e.ord FOR UPDATE OF o SKIP LOCKED`, [taken]);
   return { records, more: taken.length < waiting.length || waiting.length === limit };

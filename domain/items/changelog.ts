@@ -8,8 +8,11 @@ import { itemJson } from './view.ts';
 
 /** The changelog's key of an item (its identity, as its events are keyed) in SQL, over an items row `i`. */
 export const ITEM_KEY = sql.raw(itemEventKeySql('i.catalog_id::text', 'i.external_system', 'i.external_id'));
-/** An item's changelog record, as JSON text, over an items row `i` joined to `categories c` and `brands b`. */
-const RECORD = sql.raw(itemJson('c.name', 'b.name'));
+/**
+ * An item's changelog record (ItemRecord in asyncapi.yaml: the item with its catalogId first), as
+ * JSON text, over an items row `i` joined to `categories c` and `brands b`.
+ */
+const RECORD = sql.raw(`concat('{"catalogId":"', i.catalog_id, '",', substr(${itemJson('c.name', 'b.name')}, 2))`);
 
 /** An item whose record was appended, and the event it goes with. */
 export interface RecordedItem {
@@ -21,13 +24,14 @@ export interface RecordedItem {
 /**
  * Appends the current record of each item `from … where` yields to the changelog, in the
  * caller's transaction: `from` is a FROM list naming the items `i` (with whatever else it
- * needs), and `eventId` a SQL expression over it: the id of the event that reports the change,
- * which the record carries as its `event-id` header. Returns the items recorded.
+ * needs), and `eventId` and `eventType` SQL expressions over it: the id and type of the event
+ * that reports the change, which the record carries as its `event-id` and `event-type` headers.
+ * Returns the items recorded.
  */
-export async function appendItemRecords(db: Db, selection: { from: SqlFragment; where?: SqlFragment; eventId: SqlFragment }): Promise<RecordedItem[]> {
-  const { from, where = sql`true`, eventId } = selection;
+export async function appendItemRecords(db: Db, selection: { from: SqlFragment; where?: SqlFragment; eventId: SqlFragment; eventType: SqlFragment }): Promise<RecordedItem[]> {
+  const { from, where = sql`true`, eventId, eventType } = selection;
   const rows = await appendRows(db, sql`
-    SELECT ${eventId}, ${TOPICS.items}::text, ${ITEM_KEY}, ${RECORD}
+    SELECT ${eventId}, ${TOPICS.items}::text, ${ITEM_KEY}, ${RECORD}, ${eventType}::text
       FROM ${from}
       LEFT JOIN categories c ON c.id = i.category_id
       LEFT JOIN brands b ON b.id = i.brand_id
@@ -44,12 +48,13 @@ const ITEM_START = '{"serviceId":';
 
 /**
  * The item changelog's record (catalog.items.v1) that an item event's outbox row stands for too:
- * the item an item.created or item.updated event carries, cut from the event's own bytes (its
- * `data`, without item.updated's previousContentHash and changedFields), and for item.deleted a
- * tombstone (null); undefined for any other row. The cut relies on the layout the events are
- * written in (store-write.ts, domainEvent): `data` last in the envelope, the update's two fields
- * last in `data`. Neither marker can occur earlier unescaped: in JSON text every `"` inside a
- * string is escaped, and jsonb prints `metadata`'s keys with a space after the colon.
+ * for item.created or item.updated the item the event carries, with the event's catalogId put
+ * first (ItemRecord), cut from the event's own bytes (its `data`, without item.updated's
+ * previousContentHash and changedFields), and for item.deleted a tombstone (null); undefined for
+ * any other row. The cut relies on the layout the events are written in (store-write.ts,
+ * domainEvent): `data` last in the envelope, the update's two fields last in `data`. Neither
+ * marker can occur earlier unescaped: in JSON text every `"` inside a string is escaped, and
+ * jsonb prints `metadata`'s keys with a space after the colon.
  */
 export function itemRecordOf(record: OutboxRecord): { value: string | null } | undefined {
   // Only rows keyed by the item's identity (itemEventKey): an event written before events were
@@ -63,5 +68,6 @@ export function itemRecordOf(record: OutboxRecord): { value: string | null } | u
   // An event written before events carried the item (the upgrade's backlog) has none to give:
   // migration 0010 wrote every item's record after it.
   if (!record.payload.startsWith(ITEM_START, start) || end < start) return undefined;
-  return { value: type === 'item.created' ? record.payload.slice(start, end) : `${record.payload.slice(start, end)}}` };
+  const fields = record.payload.slice(start + 1, end);
+  return { value: `{"catalogId":"${record.catalog_id}",${fields}${type === 'item.created' ? '' : '}'}` };
 }

@@ -102,12 +102,13 @@ const byIdentity = (a: RecordedItem, b: RecordedItem) =>
  */
 async function reportWithItems(tx: Db, events: readonly DomainEvent[]): Promise<OutboxRow[]> {
   if (events.length === 0) return [];
-  const reported = JSON.stringify(events.map((event) => ({ c: event.catalogId, h: event.resourceId, ev: event.id })));
+  const reported = JSON.stringify(events.map((event) => ({ c: event.catalogId, h: event.resourceId, ev: event.id, t: event.type })));
   const recorded = await appendItemRecords(tx, {
-    from: sql`jsonb_to_recordset(${reported}::jsonb) AS r(c uuid, h text, ev uuid)
+    from: sql`jsonb_to_recordset(${reported}::jsonb) AS r(c uuid, h text, ev uuid, t text)
       JOIN items i ON i.catalog_id = r.c AND jsonb_array_length(i.media) > 0
         AND i.media @> jsonb_build_array(jsonb_build_object('sourceUrlHash', r.h))`,
     eventId: sql`r.ev`,
+    eventType: sql`r.t`,
   });
   const itemsOf = Map.groupBy(recorded, (item) => item.eventId);
   return events.map((event) => {

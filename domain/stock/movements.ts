@@ -91,7 +91,7 @@ export async function recordMovement(
     });
     await writeOutbox(tx, [eventRow(event, itemEventKey(catalogId, externalSystem, externalId))]);
     // The item's changelog record, with its new onHand.
-    await appendItemRecords(tx, { from: sql`items i`, where: sql`i.id = ${item.id}::uuid`, eventId: sql`${event.id}::uuid` });
+    await appendItemRecords(tx, { from: sql`items i`, where: sql`i.id = ${item.id}::uuid`, eventId: sql`${event.id}::uuid`, eventType: sql`${event.type}` });
     return { movement, onHand: item.onHand };
   });
 }

@@ -35,6 +35,10 @@ export interface Config {
   /** Comma list from KAFKA_BROKERS; undefined means "start the local broker". */
   readonly kafkaBrokers: readonly string[] | undefined;
   readonly kafkaTopicPrefix: string;
+  /** KAFKA_PUBLIC_BROKERS: the brokers readers reach, named in the served AsyncAPI document; undefined: the service's own. */
+  readonly kafkaPublicBrokers: readonly string[] | undefined;
+  /** How the service's topics are created and kept (docs/design.md, "Kafka topics"). */
+  readonly kafkaTopics: KafkaTopicsConfig;
   readonly storageDriver: StorageDriver;
   readonly storageDir: string;
   readonly s3: S3Config;
@@ -59,6 +63,17 @@ export interface Config {
   readonly logLevel: string;
   /** Folder for local state: generated secrets, local mail, the local Kafka broker. */
   readonly dataDir: string;
+}
+
+export interface KafkaTopicsConfig {
+  /** KAFKA_PARTITIONS: partitions of a topic the service creates; fixed for the topic's life. */
+  readonly partitions: number;
+  /** KAFKA_REPLICATION_FACTOR: replicas of a topic the service creates; -1: the cluster's default.replication.factor. */
+  readonly replicationFactor: number;
+  /** CHANGELOG_TOMBSTONE_RETENTION_DAYS: how long a deleted item's tombstone stays on the changelog (delete.retention.ms). */
+  readonly tombstoneRetentionDays: number;
+  /** CHANGELOG_MIN_COMPACTION_LAG_HOURS: how long every changelog record stays before compaction may drop it (min.compaction.lag.ms). */
+  readonly minCompactionLagHours: number;
 }
 
 export interface MediaConfig {
@@ -116,6 +131,19 @@ function baseUrl(env: Env, name: string): string | undefined {
   }
   if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:')) throw new ConfigError(`${name} must be an http(s) address, got "${raw}"`);
   return raw.replace(/\/+$/, '');
+}
+
+/** A comma list of host:port, or undefined when unset or empty. */
+function brokerList(env: Env, name: string): readonly string[] | undefined {
+  const brokers = env[name]?.split(',').map((b) => b.trim()).filter((b) => b !== '');
+  return brokers && brokers.length > 0 ? Object.freeze(brokers) : undefined;
+}
+
+/** -1 (the cluster's default) or a replica count. */
+function replicationFactor(env: Env): number {
+  const factor = int(env, 'KAFKA_REPLICATION_FACTOR', -1, -1, 32_767);
+  if (factor === 0) throw new ConfigError('KAFKA_REPLICATION_FACTOR must be -1 (the cluster\'s default) or at least 1, got "0"');
+  return factor;
 }
 
 function corsOrigins(env: Env): readonly string[] {
@@ -199,7 +227,7 @@ export function loadConfig(env: Env = process.env): Config {
   const port = int(env, 'PORT', 8080, 0, 65535);
   const host = env.HOST || '127.0.0.1';
   const dataDir = resolve(env.DATA_DIR || './.data');
-  const brokers = env.KAFKA_BROKERS?.split(',').map((b) => b.trim()).filter((b) => b !== '');
+  const brokers = brokerList(env, 'KAFKA_BROKERS');
   const logLevel = env.LOG_LEVEL || 'info';
   if (!LOG_LEVELS.has(logLevel)) throw new ConfigError(`LOG_LEVEL must be a pino level, got "${logLevel}"`);
   const config: Config = {
@@ -208,8 +236,16 @@ export function loadConfig(env: Env = process.env): Config {
     publicBaseUrl: (env.PUBLIC_BASE_URL || `http://${host}:${port}`).replace(/\/+$/, ''),
     role: oneOf(env, 'ROLE', 'all', ['api', 'consumers', 'all'] as const),
     databaseUrl: env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/catalog',
-    kafkaBrokers: brokers && brokers.length > 0 ? brokers : undefined,
+    kafkaBrokers: brokers,
     kafkaTopicPrefix: env.KAFKA_TOPIC_PREFIX ?? '',
+    kafkaPublicBrokers: brokerList(env, 'KAFKA_PUBLIC_BROKERS') ?? brokers,
+    kafkaTopics: Object.freeze({
+      partitions: int(env, 'KAFKA_PARTITIONS', 12, 1, 10_000),
+      replicationFactor: replicationFactor(env),
+      // A mirror that is away longer than this misses deletes (docs/design.md, "Kafka topics").
+      tombstoneRetentionDays: int(env, 'CHANGELOG_TOMBSTONE_RETENTION_DAYS', 7, 7, 3650),
+      minCompactionLagHours: int(env, 'CHANGELOG_MIN_COMPACTION_LAG_HOURS', 24, 0, 24 * 3650),
+    }),
     storageDriver: oneOf(env, 'STORAGE_DRIVER', 'local', ['local', 's3'] as const),
     storageDir: resolve(env.STORAGE_DIR || './.data/storage'),
     s3: Object.freeze({

@@ -21,8 +21,8 @@ export type ContractOperation = Operation<Document>;
 export interface Contract {
   /** The document as parsed from openapi.yaml (served at /openapi.json through servedDocument). */
   document: Document;
-  /** asyncapi.yaml as JSON, served at /asyncapi.json (see asyncApiJson). */
-  asyncApiJson: string;
+  /** asyncapi.yaml as parsed, served at /asyncapi.json through servedAsyncApi. */
+  asyncApi: object;
   /** Router and validator for the operations under the API prefix. */
   backend: OpenAPIBackend;
   /** Operations served outside the prefix (health, metrics, docs, the signed upload). */
@@ -58,15 +58,6 @@ function outsidePrefix(document: Document): (operation: ContractOperation) => bo
     const item = document.paths?.[operation.path] as { servers?: unknown[] } | undefined;
     return (operation.servers ?? item?.servers ?? []).length > 0;
   };
-}
-
-/**
- * The AsyncAPI document as served: JSON, with its references to `./openapi.yaml#…` pointing at
- * `./openapi.json#…`, which resolves against the served URL to GET /openapi.json.
- */
-export function asyncApiJson(yamlText: string): string {
-  return JSON.stringify(parse(yamlText), (key, value: unknown) =>
-    key === '$ref' && typeof value === 'string' && value.startsWith('./openapi.yaml#') ? `./openapi.json${value.slice('./openapi.yaml'.length)}` : value);
 }
 
 /** The deployment that serves the contract: its own base address, and the other one's when known. */
@@ -139,5 +130,5 @@ export async function loadContract(path = CONTRACT_PATH, asyncApiPath = ASYNCAPI
     if (quick.valid || bodyBytes > FULL_REPORT_BYTES) return quick;
     return kept(backend.validateRequest(request, operation));
   };
-  return { document, asyncApiJson: asyncApiJson(readFileSync(asyncApiPath, 'utf8')), backend, outsideOperations, validateRequest };
+  return { document, asyncApi: parse(readFileSync(asyncApiPath, 'utf8')) as object, backend, outsideOperations, validateRequest };
 }

@@ -6,7 +6,8 @@ import type { Logger } from '../log/logger.ts';
 import { silenceKafkajsTimerWarning } from './kafkajs-quirks.ts';
 import { KafkaDefaultPartitioner } from './partitioner.ts';
 import { brokersAnswer } from './probe.ts';
-import { allTopicNames, ensureTopics, topicName } from './topics.ts';
+import { ensureTopics, topicName, topicPlan } from './topics.ts';
+import type { TopicsReport } from './topics.ts';
 
 export interface KafkaClient {
   readonly kafka: Kafka;
@@ -20,8 +21,11 @@ export interface KafkaClient {
   send(logicalTopic: string, messages: Message[]): Promise<RecordMetadata[]>;
   /** A short-lived admin: connects, runs `use`, always disconnects. */
   withAdmin<T>(use: (admin: Admin) => Promise<T>): Promise<T>;
-  /** Creates the service's four topics under the prefix when missing; returns those it created. */
-  ensureTopics(): Promise<string[]>;
+  /**
+   * Creates the service's topics under the prefix when missing and reconciles the configuration
+   * of those that exist, once per client (later calls return the first report).
+   */
+  ensureTopics(): Promise<TopicsReport>;
   /** Subscribes a consumer in a group and starts it; stop() finishes the in-flight batch and commits. */
   runConsumer(options: RunConsumerOptions): Promise<RunningConsumer>;
   /** True when a broker answers a metadata request within the timeout (/readyz). */
@@ -145,6 +149,24 @@ export async function createKafkaClient(config: Config, logger: Logger, options:
     }
   };
 
+  let topicsReport: Promise<TopicsReport> | undefined;
+  const ensureServiceTopics = (): Promise<TopicsReport> => {
+    topicsReport ??= withAdmin((admin) => ensureTopics(admin, topicPlan(topicPrefix, config))).then((report) => {
+      if (report.created.length > 0) log.info({ topics: report.created, partitions: config.kafkaTopics.partitions }, 'topics created');
+      for (const { topic, entries } of report.reconciled) log.info({ topic, entries }, 'topic configuration reconciled');
+      for (const { topic, partitions } of report.fewerPartitions) {
+        // Raising it would move keys to other partitions and break their order (docs/design.md, "Kafka topics").
+        log.warn({ topic, partitions, configured: config.kafkaTopics.partitions },
+          'topic has fewer partitions than KAFKA_PARTITIONS; left as it is: grow it only as README "Operations → Kafka topics" says');
+      }
+      return report;
+    }, (error: unknown) => {
+      topicsReport = undefined;
+      throw error;
+    });
+    return topicsReport;
+  };
+
   const runConsumer = async (run: RunConsumerOptions): Promise<RunningConsumer> => {
     let stopping: Promise<void> | undefined;
     // A killed member holds its partitions until its session times out: 10 s rather than kafkajs'
@@ -191,7 +213,7 @@ export async function createKafkaClient(config: Config, logger: Logger, options:
       return (await producer()).send({ topic: topicName(topicPrefix, logicalTopic), messages, acks: -1 });
     },
     withAdmin,
-    ensureTopics: () => withAdmin((admin) => ensureTopics(admin, allTopicNames(topicPrefix))),
+    ensureTopics: ensureServiceTopics,
     runConsumer,
     ping: (timeoutMs = 2000) => brokersAnswer(brokers, timeoutMs),
     async disconnect() {

@@ -1,4 +1,4 @@
-// Checks a Kafka record of one of the service's topics against asyncapi.yaml: its key, headers and value.
+// Checks a Kafka record of one of the service's topics against asyncapi.yaml (its key, headers and value) and against the TypeScript models Modelina makes of it.
 import { AssertionError } from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { Ajv2020 } from 'ajv/dist/2020.js';
@@ -6,6 +6,7 @@ import type { ValidateFunction } from 'ajv';
 import formats from 'ajv-formats';
 import { parse } from 'yaml';
 import { LOGICAL_TOPICS } from '../../platform/kafka/topics.ts';
+import { asyncApiModels } from './asyncapi-models.ts';
 import type { LogicalTopic } from '../../platform/kafka/topics.ts';
 
 const ASYNCAPI_URL = new URL('../../asyncapi.yaml', import.meta.url);
@@ -106,9 +107,21 @@ function eventHeaderProblems(headers: Record<string, string>, body: unknown): st
 }
 
 /**
+ * What is wrong with the record's headers and value as the types of the models Modelina made of
+ * the message (test/helpers/asyncapi-models.ts): what a TypeScript reader of the topic relies on.
+ */
+function modelProblems(logical: LogicalTopic, messageName: string, record: KafkaRecordToCheck, value: unknown): string[] {
+  const models = asyncApiModels();
+  const message = models.channels[`{prefix}${logical}`]?.find((m) => m.name === messageName);
+  if (!message?.payload || !message.headers) return [`Modelina made no model of ${messageName}'s ${message?.payload ? 'headers' : 'payload'}`];
+  return [...models.problems(message.headers, record.headers), ...models.problems(message.payload, value)].map((p) => `as the model ${p}`);
+}
+
+/**
  * Throws an AssertionError saying what is wrong when the record (read from `topic`, a full topic
- * name) does not match asyncapi.yaml: a message of `catalog.events.v1` is chosen by its
- * `event-type` header, on the other topics the record must match one of the channel's messages.
+ * name) does not match asyncapi.yaml, or the types of its message's models: a message of
+ * `catalog.events.v1` is chosen by its `event-type` header, on the other topics the record must
+ * match one of the channel's messages.
  */
 export function checkKafkaRecord(topic: string, record: KafkaRecordToCheck): void {
   channels ??= compileChannels();
@@ -132,12 +145,16 @@ export function checkKafkaRecord(topic: string, record: KafkaRecordToCheck): voi
     if (!message) return fail([type === undefined ? 'no event-type header' : `no message for event-type ${JSON.stringify(type)}`]);
     const problems = [...problemsAs(message, record, value), ...eventHeaderProblems(record.headers, value)];
     if (problems.length > 0) fail(problems);
+    const modelled = modelProblems(logical, message.name, record, value);
+    if (modelled.length > 0) fail(modelled);
     return;
   }
   if (messages.length === 0) return fail(['the channel defines no message (the topic is reserved)']);
   // A value is judged against the messages that have one, a tombstone against those that allow it.
   const alike = messages.filter((message) => message.tombstone === (value === null));
   const attempts = (alike.length > 0 ? alike : messages).map((message) => ({ name: message.name, problems: problemsAs(message, record, value) }));
-  if (attempts.some((attempt) => attempt.problems.length === 0)) return;
-  fail(attempts.length === 1 ? attempts[0]!.problems : attempts.map((a) => `as ${a.name}: ${a.problems.join(', ')}`));
+  const matched = attempts.find((attempt) => attempt.problems.length === 0);
+  if (!matched) fail(attempts.length === 1 ? attempts[0]!.problems : attempts.map((a) => `as ${a.name}: ${a.problems.join(', ')}`));
+  const modelled = modelProblems(logical!, matched!.name, record, value);
+  if (modelled.length > 0) fail(modelled);
 }

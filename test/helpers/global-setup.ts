@@ -2,6 +2,7 @@
 // held as a Postgres advisory lock for the run, that makes databases, topic prefixes and data folders unique to this run.
 import { resolve } from 'node:path';
 import { ensureKafka } from '../../scripts/kafka.ts';
+import { ensureAsyncApiModels } from './asyncapi-models.ts';
 import { ADMIN_DATABASE_URL, dropRunDatabases, dropStaleDatabases } from './database.ts';
 import type { BrokerContainer } from './kafka-container.ts';
 import { fromTestcontainers } from './kafka.ts';
@@ -25,6 +26,8 @@ export async function globalSetup(): Promise<void> {
     const { brokers } = await ensureKafka({ dataDir: resolve('.data') });
     process.env.KAFKA_BROKERS = brokers.join(',');
   }
+  // Made once here rather than by the first test files to read a topic, all at once.
+  ensureAsyncApiModels();
 }
 
 export async function globalTeardown(): Promise<void> {

@@ -18,6 +18,8 @@ export interface TopicRecord {
   readonly key: string | null;
   readonly value: Buffer | null;
   readonly headers: Record<string, string>;
+  /** The record's Kafka timestamp, in milliseconds since the epoch. */
+  readonly timestamp: string;
 }
 
 /** Whether the tests take their brokers from @testcontainers/kafka (docs/development.md, Containers). */
@@ -154,6 +156,7 @@ export async function readTopic(brokers: string[], topic: string, timeoutMs = 30
             key: message.key?.toString('utf8') ?? null,
             value: message.value,
             headers: headerStrings(message.headers),
+            timestamp: message.timestamp,
           });
           if (BigInt(message.offset) + 1n >= end) ends.delete(partition);
           if (ends.size === 0) {

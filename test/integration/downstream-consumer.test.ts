@@ -198,7 +198,12 @@ test('after creates, updates, deletes, stock movements and an import, a consumer
       }
       if (topic === topics.items) {
         if (record.value === null) mirror.changelog.delete(record.key!);
-        else mirror.changelog.set(record.key!, JSON.parse(record.value.toString('utf8')) as Item);
+        else {
+          // The value is the item as GET answers it, with its catalog (the key's first element) in front.
+          const { catalogId, ...item } = JSON.parse(record.value.toString('utf8')) as Item & { catalogId: string };
+          if (catalogId !== JSON.parse(record.key!)[0]) invalid.push(`${topic}: catalogId ${catalogId} is not the key's ${record.key}`);
+          mirror.changelog.set(record.key!, item);
+        }
       } else {
         onEvent(JSON.parse(record.value!.toString('utf8')));
       }

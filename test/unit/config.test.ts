@@ -17,6 +17,9 @@ test('defaults follow DESIGN §5', () => {
   assert.equal(config.databaseUrl, 'postgres://postgres@127.0.0.1:5432/catalog');
   assert.equal(config.kafkaBrokers, undefined);
   assert.equal(config.kafkaTopicPrefix, '');
+  assert.equal(config.kafkaPublicBrokers, undefined);
+  assert.deepEqual(config.kafkaTopics, { partitions: 12, replicationFactor: -1, tombstoneRetentionDays: 7, minCompactionLagHours: 24 });
+  assert.ok(Object.isFrozen(config.kafkaTopics));
   assert.equal(config.storageDriver, 'local');
   assert.deepEqual(config.webhookRetryDelaysMs, [0, 5000, 25000, 120000, 600000, 1800000, 7200000, 21600000]);
   assert.equal(config.webhookTimeoutMs, 5000);
@@ -42,5 +45,20 @@ test('values are parsed and checked', () => {
   for (const [name, value] of [['PORT', 'eighty'], ['ROLE', 'worker'], ['WEBHOOK_RETRY_DELAYS_MS', '1,2,3'],
     ['LOG_LEVEL', 'loud'], ['OUTBOUND_ALLOW_PRIVATE', 'maybe'], ['STORAGE_DRIVER', 'ftp'], ['SIGNING_SECRET', 'short']]) {
     assert.throws(() => loadConfig({ ...base(), [name!]: value }), (error: Error) => error instanceof ConfigError && error.message.includes(name!));
+  }
+});
+
+test('Kafka settings: the address readers use defaults to the service\'s own, topics take their counts and retentions', () => {
+  assert.deepEqual(loadConfig({ ...base(), KAFKA_BROKERS: 'kafka:9092' }).kafkaPublicBrokers, ['kafka:9092']);
+  const config = loadConfig({
+    ...base(), KAFKA_BROKERS: 'kafka:9092', KAFKA_PUBLIC_BROKERS: 'b1.example.com:9094, b2.example.com:9094', KAFKA_PARTITIONS: '48',
+    KAFKA_REPLICATION_FACTOR: '3', CHANGELOG_TOMBSTONE_RETENTION_DAYS: '30', CHANGELOG_MIN_COMPACTION_LAG_HOURS: '0',
+  });
+  assert.deepEqual(config.kafkaPublicBrokers, ['b1.example.com:9094', 'b2.example.com:9094']);
+  assert.deepEqual(config.kafkaTopics, { partitions: 48, replicationFactor: 3, tombstoneRetentionDays: 30, minCompactionLagHours: 0 });
+  // A tombstone kept less than a week would be gone before a mirror back from a long weekend reads it.
+  for (const [name, value] of [['KAFKA_PARTITIONS', '0'], ['KAFKA_PARTITIONS', '1.5'], ['KAFKA_REPLICATION_FACTOR', '0'],
+    ['KAFKA_REPLICATION_FACTOR', '-2'], ['CHANGELOG_TOMBSTONE_RETENTION_DAYS', '6'], ['CHANGELOG_MIN_COMPACTION_LAG_HOURS', '-1']]) {
+    assert.throws(() => loadConfig({ ...base(), [name!]: value }), (error: Error) => error instanceof ConfigError && error.message.includes(name!), `${name}=${value}`);
   }
 });

@@ -1,6 +1,7 @@
-// The changelog record an item event's outbox row stands for: the event's item, cut from its bytes, whatever the item holds.
+// The changelog record an item event's outbox row stands for: the event's item with its catalog, cut from its bytes, whatever the item holds; and the headers both carry.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { recordHeaders } from '../../domain/events/outbox.ts';
 import type { OutboxRecord } from '../../domain/events/outbox.ts';
 import { itemRecordOf } from '../../domain/items/changelog.ts';
 
@@ -12,13 +13,15 @@ const item = {
 };
 const row = (type: string, data: object, resourceId = item.externalId): OutboxRecord => ({
   row: '1', event_id: '0192f620-5e6f-7a7b-9c8d-9e0f1a2b3c4d', topic: 'catalog.events.v1', key: JSON.stringify([CATALOG, 'erp', resourceId]), catalog_id: CATALOG, type,
+  committed_at: '1795435200123',
   payload: JSON.stringify({ id: '0192f620-5e6f-7a7b-9c8d-9e0f1a2b3c4d', type, catalogId: CATALOG, resourceId, createdAt: '2026-11-21T12:00:00.123Z', data }),
 });
 
-test('item.created and item.updated give the item, byte for byte; item.deleted a tombstone', () => {
-  assert.equal(itemRecordOf(row('item.created', item))?.value, JSON.stringify(item));
+test('item.created and item.updated give the item with its catalogId first, byte for byte; item.deleted a tombstone', () => {
+  const record = JSON.stringify({ catalogId: CATALOG, ...item });
+  assert.equal(itemRecordOf(row('item.created', item))?.value, record);
   const updated = row('item.updated', { ...item, previousContentHash: 'p'.repeat(64), changedFields: ['name'] });
-  assert.equal(itemRecordOf(updated)?.value, JSON.stringify(item));
+  assert.equal(itemRecordOf(updated)?.value, record);
   assert.deepEqual(itemRecordOf(row('item.deleted', item)), { value: null });
 });
 
@@ -28,4 +31,12 @@ test('other events, work messages and events written before events carried the i
   assert.equal(itemRecordOf({ ...row('item.deleted', item), key: item.externalId }), undefined, 'keyed by the bare externalId, as before #19');
   assert.equal(itemRecordOf(row('item.created', { externalId: 'X', externalSystem: 'erp', serviceId: item.serviceId, sku: null })), undefined);
   assert.equal(itemRecordOf(row('item.updated', { externalId: 'X', externalSystem: 'erp', serviceId: item.serviceId, sku: null, contentHash: item.contentHash })), undefined);
+});
+
+test('a changelog record carries the headers of its event; one appended apart takes its catalog from its key', () => {
+  const event = { 'event-type': 'item.created', 'event-id': row('item.created', item).event_id, 'catalog-id': CATALOG, 'content-type': 'application/json', 'schema-version': '1' };
+  assert.deepEqual(recordHeaders(row('item.created', item)), event);
+  const appended: OutboxRecord = { ...row('stock.adjusted', item), topic: 'catalog.items.v1', catalog_id: null, payload: JSON.stringify({ catalogId: CATALOG, ...item }) };
+  assert.deepEqual(recordHeaders(appended), { ...event, 'event-type': 'stock.adjusted' });
+  assert.deepEqual(recordHeaders({ ...appended, topic: 'catalog.media.v1', key: 'f'.repeat(64), type: null }), { 'event-id': event['event-id'] }, 'a work message');
 });
