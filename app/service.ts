@@ -64,7 +64,7 @@ export async function startService(config: Config, logger: Logger = createLogger
     closers.push(() => orm.close());
     const statistics = analyseOnceFilled(orm, logger, FIRST_STATISTICS);
     closers.push(() => statistics.stop());
-    // No KAFKA_BROKERS means "run the local broker" (DESIGN §2): start it, or reuse one that answers.
+    // No KAFKA_BROKERS means "run the local broker" (docs/configuration.md, `KAFKA_BROKERS`): start it, or reuse one that answers.
     const brokers = config.kafkaBrokers ?? (await ensureKafka({ dataDir: config.dataDir, logger })).brokers;
     // Per process, so that Kafka's tools (consumer group members, quotas, broker logs) tell the fleet's processes apart.
     const kafka = await createKafkaClient(config, logger, { clientId: `catalog-${config.role}-${hostname()}-${process.pid}`, brokers });

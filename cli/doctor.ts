@@ -10,7 +10,7 @@ import { brokersAnswer } from '../platform/kafka/probe.ts';
 import { createLogger } from '../platform/log/logger.ts';
 import { createStorage } from '../platform/storage/create-storage.ts';
 
-// The local broker the service starts when KAFKA_BROKERS is not set (DESIGN §2).
+// The local broker the service starts when KAFKA_BROKERS is not set (docs/configuration.md, `KAFKA_BROKERS`).
 const LOCAL_BROKER = '127.0.0.1:9092';
 const PROBE_TIMEOUT_MS = 5000;
 

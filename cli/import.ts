@@ -125,7 +125,7 @@ async function startPart(opts: RequestOpts, file: string, part: FilePart, index:
   for (;;) {
     const answer = await call(`${label}: create job`, () => api.createImport({ fileSizeBytes: size }, { idempotencyKey }, opts), opts.baseUrl!);
     const body = answer.data as { error?: { details?: Array<{ path: string }> } };
-    // Five jobs are already running: wait for one of them to finish (DESIGN §4's concurrency limit).
+    // Five jobs are already running: wait for one of them to finish (the limit of docs/imports.md, "Jobs and their rules").
     if (answer.status === 409 && body.error?.details?.[0]?.path === 'imports') {
       if (!toldRunning) await tellRunning(opts, label);
       toldRunning = true;

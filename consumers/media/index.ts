@@ -18,7 +18,7 @@ import { createImageFetcher } from '../../platform/outbound/image-fetcher.ts';
 import type { ObjectStorage } from '../../platform/storage/storage.ts';
 import { LEASE_RENEW_MS, createJobQueue } from './job-queue.ts';
 
-/** DESIGN §4: downloads are capped at 20 MB. */
+/** Downloads are capped at 20 MB (docs/media.md, "Lifecycle"). */
 export const MAX_IMAGE_BYTES = 20 * 1024 * 1024;
 // A batch waits while the queue is full: the group membership must stay alive meanwhile.
 const HEARTBEAT_MS = 3000;

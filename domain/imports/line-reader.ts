@@ -146,7 +146,7 @@ export async function* readLines(stream: Readable, from: ReadPosition = { line: 
 }
 
 /**
- * The counting pass (DESIGN §4): non-empty lines, and whether the file opens like a JSON array.
+ * The counting pass (docs/imports.md, "Jobs and their rules"): non-empty lines, and whether the file opens like a JSON array.
  * Keeps no chunk once the next is read (ObjectStorage.readChunks may reuse its buffer).
  */
 export async function scanFile(stream: AsyncIterable<Buffer>): Promise<{ nonEmptyLines: number; jsonArray: boolean }> {

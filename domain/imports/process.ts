@@ -63,7 +63,7 @@ async function fail(deps: ProcessDeps, jobId: string, reason: string): Promise<u
   return undefined;
 }
 
-/** queued → processing after the cheap counting pass that gives `total` (DESIGN §4). */
+/** queued → processing after the cheap counting pass that gives `total` (docs/imports.md, "Jobs and their rules"). */
 async function begin(deps: ProcessDeps, job: JobRow): Promise<JobRow | undefined> {
   const stored = await deps.storage.stat(job.storage_path);
   if (!stored) return fail(deps, job.id, 'the uploaded file is missing from storage');

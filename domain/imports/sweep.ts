@@ -2,7 +2,7 @@
 import type { Db } from '../../platform/db/sql.ts';
 import { finishJob, lapsedUploadJobs, resumableJobIds } from './job-store.ts';
 
-/** Cancels jobs whose upload window lapsed without a start (DESIGN §4), each with its import.failed event. */
+/** Cancels jobs whose upload window lapsed without a start (docs/imports.md, "Jobs and their rules"), each with its import.failed event. */
 export async function expireUploadWindows(db: Db): Promise<number> {
   return db.transactional(async (tx) => {
     const jobs = await lapsedUploadJobs(tx);

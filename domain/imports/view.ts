@@ -9,7 +9,7 @@ export const TERMINAL: ReadonlySet<ImportStatus> = new Set(['completed', 'comple
 
 export function jobView(row: JobRow): ImportJob {
   const done = row.status === 'completed' || row.status === 'completed_with_errors';
-  // processed / total × 100 (DESIGN §4), two decimals; a finished job with no lines is simply done.
+  // processed / total × 100 (docs/imports.md, "Jobs and their rules"), two decimals; a finished job with no lines is simply done.
   const progress = row.total > 0 ? Math.min(100, Math.floor((row.processed / row.total) * 10_000) / 100) : done ? 100 : 0;
   return {
     id: row.id,

@@ -3,7 +3,7 @@
 /** An item's identity within its catalog: its external system and external id. */
 export const identityKey = (externalSystem: string, externalId: string) => `${externalSystem}\u0000${externalId}`;
 
-/** Categories and brands match per catalog on the trimmed name, case-insensitively (DESIGN §4). */
+/** Categories and brands match per catalog on the trimmed name, case-insensitively (docs/rest-api.md, "Payload rules"). */
 export const nameKey = (name: string) => name.toLowerCase();
 
 /** The identity a key was made of: an external system never holds the NUL character, so the first one splits. */

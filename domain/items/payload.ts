@@ -18,10 +18,10 @@ const CONTRACT_URL = new URL('../../openapi.yaml', import.meta.url);
 
 type Json = Record<string, unknown>;
 
-const METADATA_MAX_BYTES = 16 * 1024; // DESIGN §4: metadata ≤ 16 KB serialized
+const METADATA_MAX_BYTES = 16 * 1024; // metadata ≤ 16 KB serialized (the contract's ItemPayload)
 // Far more than one payload's fields can produce; bounds the walk over a hostile one.
 const MAX_TEXT_PROBLEMS = 100;
-const MAX_DECIMALS = 4; // DESIGN §4: price and cost have at most 4 decimals
+const MAX_DECIMALS = 4; // price and cost have at most 4 decimals (docs/rest-api.md, "Payload rules")
 const TEXT_FIELDS = ['externalSystem', 'externalId', 'sku', 'name', 'description', 'gtin13', 'ncm'] as const;
 
 let validator: ValidateFunction | undefined;
@@ -154,7 +154,7 @@ function checkMedia(media: readonly Json[], base: string, details: ErrorDetail[]
   return out.sort((a, b) => a.sortOrder - b.sortOrder || (a.normalizedUrl < b.normalizedUrl ? -1 : a.normalizedUrl > b.normalizedUrl ? 1 : 0));
 }
 
-// Rules the schema cannot say (DESIGN §4). Each applies to a field of the type it expects, so that a
+// Rules the schema cannot say (docs/rest-api.md, "Payload rules"). Each applies to a field of the type it expects, so that a
 // payload the schema refused is told about these too, in the same answer.
 function checkRules(p: Json, base: string, details: ErrorDetail[]) {
   for (const field of ['price', 'cost', 'weight'] as const) {

@@ -1,4 +1,4 @@
-// Media source URL normalization (DESIGN §4 "Media"): the key under which one image URL is deduplicated per catalog.
+// Media source URL normalization (docs/media.md, "Lifecycle"): the key under which one image URL is deduplicated per catalog.
 import { hash } from 'node:crypto';
 
 /** Query parameters that only track the visitor; they never change the image (spec "Media source"). */

@@ -1,6 +1,6 @@
 // The retry ladder: when the next attempt of a failed delivery is due, or that it is exhausted.
 
-/** ±10 % (DESIGN §4), so deliveries that failed together do not come back together. */
+/** ±10 % (docs/webhooks.md, "Retries"), so deliveries that failed together do not come back together. */
 export function withJitter(delayMs: number, random: () => number = Math.random): number {
   return Math.round(delayMs * (0.9 + 0.2 * random()));
 }

@@ -3,7 +3,7 @@ import { createHmac, createSecretKey, randomBytes } from 'node:crypto';
 import type { KeyObject } from 'node:crypto';
 
 export const USER_AGENT = 'Service-Webhooks/1.0';
-/** How long the previous secret keeps signing after a rotation (DESIGN §4). */
+/** How long the previous secret keeps signing after a rotation (docs/webhooks.md, "Subscribing"). */
 export const ROTATION_OVERLAP_MS = 24 * 3600_000;
 
 /** `whsec_` + base64 of 32 random bytes: a new one for every webhook and every rotation. */

@@ -1,4 +1,4 @@
-// Reads and validates the environment once into a frozen, typed configuration (DESIGN §5).
+// Reads and validates the environment once into a frozen, typed configuration (docs/configuration.md lists every variable).
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';

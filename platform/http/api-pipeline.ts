@@ -19,7 +19,7 @@ const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'tr
 const SAFE_METHODS = new Set(['GET', 'HEAD']);
 const IDEMPOTENT_OPERATIONS = new Set(['upsertItem', 'bulkUpsertItems']);
 
-// Bulk upserts carry up to 1,000 items of up to ~16 KB of metadata each (DESIGN §4).
+// Bulk upserts carry up to 1,000 items of up to ~16 KB of metadata each (the contract's BulkUpsertRequest and ItemPayload).
 const BODY_LIMITS: Record<string, number> = { bulkUpsertItems: 32 * 1024 * 1024 };
 
 export interface RequestRecord {

@@ -5,7 +5,7 @@ import type { Db } from '../db/sql.ts';
 import { httpError } from './errors.ts';
 import type { HandlerResult } from './types.ts';
 
-// DESIGN §4: a repeat within 24 h returns the first response.
+// A repeat within 24 h returns the first response (docs/rest-api.md, "Errors, retries and idempotency").
 const KEY_LIFETIME_HOURS = 24;
 
 export interface IdempotencyScope {

@@ -1,4 +1,4 @@
-// The shared sliding-window rate limit (DESIGN §4): one counter row per key (or client address)
+// The shared sliding-window rate limit (docs/design.md, "Rate limits"): one counter row per key (or client address)
 // in Postgres, so every API instance draws on the same budget.
 import { prepared, query, sql } from '../db/sql.ts';
 import type { Db, SqlFragment } from '../db/sql.ts';

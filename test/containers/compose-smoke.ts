@@ -29,7 +29,7 @@ const compose: string[] = JSON.parse(required('SMOKE_COMPOSE'));
 // never delivers (a cold consumer group joins within its session timeout, 30 s by default).
 const DELIVERY_SAFETY_NET_MS = 5 * 60_000;
 
-/** The CLI inside the api container; its answer is the last line of stdout (DESIGN §5). */
+/** The CLI inside the api container; its answer is the last line of stdout (docs/cli.md). */
 async function cli(...args: string[]): Promise<string> {
   const [command, ...rest] = compose;
   const { stdout } = await run(command!, [...rest, 'exec', '-T', 'api', 'node', 'cli/main.ts', ...args], { env: process.env });

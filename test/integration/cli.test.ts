@@ -1,4 +1,4 @@
-// The operator's command line: catalogs and keys, with the outputs DESIGN §5 fixes.
+// The operator's command line: catalogs and keys, with the outputs docs/cli.md promises.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { after, before, test } from 'node:test';

@@ -8,7 +8,7 @@ import { ConfigError, loadConfig } from '../../platform/config/config.ts';
 
 const base = () => ({ DATA_DIR: mkdtempSync(join(tmpdir(), 'catalog-config-')) });
 
-test('defaults follow DESIGN §5', () => {
+test('defaults follow docs/configuration.md', () => {
   const config = loadConfig(base());
   assert.equal(config.port, 8080);
   assert.equal(config.host, '127.0.0.1');

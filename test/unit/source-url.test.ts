@@ -1,4 +1,4 @@
-// Media source URL normalization and sourceUrlHash (spec "Media source", DESIGN §4 "Media").
+// Media source URL normalization and sourceUrlHash (spec "Media source", docs/media.md, "Lifecycle").
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { test } from 'node:test';

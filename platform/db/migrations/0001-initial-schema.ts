@@ -251,7 +251,7 @@ DROP TABLE IF EXISTS outbox, webhook_attempts, webhook_deliveries, webhooks, imp
 
 // The sliding window: the previous minute's count weighs by how much of it still overlaps the
 // last 60 s. The row lock makes check-and-count atomic across every API instance sharing the
-// database (DESIGN §4). A refused request is not counted, so a waiting client recovers on time.
+// database (docs/design.md, "Rate limits"). A refused request is not counted, so a waiting client recovers on time.
 export const RATE_LIMIT_HIT = `
 CREATE FUNCTION rate_limit_hit(p_subject text, p_limit integer, p_now double precision,
   OUT allowed boolean, OUT remaining integer, OUT reset_at bigint, OUT retry_after integer)
