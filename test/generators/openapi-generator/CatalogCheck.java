@@ -111,7 +111,7 @@ public class CatalogCheck {
       expect(outcome == UpsertOutcome.CREATED, "outcome " + outcome);
     });
     steps.put("listItems lists it", () -> {
-      List<Item> items = ITEMS.listItems(50, null, null, null, null, null, null).getData().getItems();
+      List<Item> items = ITEMS.listItems(50, null, null, null, null, null, null, null).getData().getItems();
       expect(items.stream().anyMatch((item) -> item.getExternalId().equals(ITEM_ID)), "the item is not listed");
     });
     steps.put("an answer with fields and enum values added later still reads", () -> {
