@@ -22,8 +22,19 @@ after(async () => {
   await first?.close();
 });
 
+/**
+ * Counters are kept per clock minute, so a test that spends a budget and reads its counter
+ * starts at the top of a minute when less than half of the current one is left: a run that
+ * straddles the boundary would split its count over two windows.
+ */
+async function startWithinOneMinute(): Promise<void> {
+  const intoMinute = (Date.now() / 1000) % 60;
+  if (intoMinute > 30) await new Promise((resolve) => setTimeout(resolve, (60 - intoMinute) * 1000 + 50));
+}
+
 test('two instances on one database share one budget of 100 requests per minute (free tier)', async () => {
   const { key } = await first.newTenant({ tier: 'free', scopes: ['catalog:read'] });
+  await startWithinOneMinute();
   const headers = { authorization: `Bearer ${key}` };
   const statuses: number[] = [];
   const remaining: number[] = [];
@@ -59,6 +70,7 @@ test('two instances on one database share one budget of 100 requests per minute 
 test('refused requests are not counted, and budgets are per key', async () => {
   const a = await first.newTenant({ tier: 'free', scopes: ['catalog:read'] });
   const b = await first.newTenant({ tier: 'pro', scopes: ['catalog:read'] });
+  await startWithinOneMinute();
   for (let i = 0; i < 100; i += 1) {
     await fetch(`${second.url}/api/v1/catalog/items`, { headers: { authorization: `Bearer ${a.key}` } }).then((r) => r.arrayBuffer());
   }
@@ -135,6 +147,7 @@ test('one statement counting several requests admits them in order as far as the
 
 test('130 concurrent requests with one key on two instances: exactly the 100 of the free tier pass', async () => {
   const { key } = await first.newTenant({ tier: 'free', scopes: ['catalog:read'] });
+  await startWithinOneMinute();
   const answers = await Promise.all(Array.from({ length: 130 }, (_, i) =>
     fetch(`${(i % 2 === 0 ? first : second).url}/api/v1/catalog/items?limit=1`, { headers: { authorization: `Bearer ${key}` } })
       .then(async (r) => { await r.arrayBuffer(); return r; })));
