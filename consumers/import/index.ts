@@ -16,10 +16,10 @@ import type { Metrics } from '../../platform/metrics.ts';
 import type { BatchCounts } from '../../domain/imports/job-store.ts';
 import type { ObjectStorage } from '../../platform/storage/storage.ts';
 
-// Often enough that a crashed consumer's job resumes within seconds of another one running.
+// Often enough that a crashed or full consumer's job starts within seconds in a process with room.
 export const SWEEP_MS = 3000;
-// A queued job's message normally arrives within a second; past this the sweeper takes it itself.
-export const QUEUED_GRACE_SECONDS = 30;
+// A queued job's message normally arrives within a second; past this any sweeper with room takes it.
+export const QUEUED_GRACE_SECONDS = 2;
 
 export interface ImportConsumer {
   stop(): Promise<void>;
@@ -35,19 +35,6 @@ export interface ImportConsumerOptions {
   readonly logger: Logger;
 }
 
-// The group coordinator's answers to a heartbeat once this member no longer owns its partitions:
-// a member joined or left (a rebalance), or this one was dropped from the group.
-const HANDED_OVER = new Set(['REBALANCE_IN_PROGRESS', 'UNKNOWN_MEMBER_ID', 'ILLEGAL_GENERATION']);
-
-/** Whether a run stopped because its partition went to another member (the heartbeat between batches said so). */
-function handedOver(error: unknown): boolean {
-  for (let e = error, depth = 0; e instanceof Error && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
-    const type = (e as { type?: unknown }).type;
-    if (typeof type === 'string' && HANDED_OVER.has(type)) return true;
-  }
-  return false;
-}
-
 /** Adds a committed batch's lines to the metrics, by outcome. */
 const countLines = (metrics: Metrics) => (counts: BatchCounts) => {
   for (const outcome of ['created', 'updated', 'unchanged', 'failed'] as const) {
@@ -59,20 +46,16 @@ export async function startImportConsumer(options: ImportConsumerOptions): Promi
   const log = options.logger.child({ component: 'import-consumer' });
   const { storage } = options;
   const running = new Map<string, Promise<unknown>>();
+  const capacity = options.config.capacity.importJobs;
   let stopping = false;
 
   /**
    * What a failed run leaves behind. It never throws: the sweeper takes an unfinished job up again
    * within SWEEP_MS, so a failure neither restarts the Kafka consumer (which would hold up every
-   * other catalog's jobs) nor is lost. A lost connection only delays the job, and a partition
-   * handed to another member (scaling out or in) hands the job over at its batch boundary; any
-   * other failure counts towards parking it (recordProcessingFailure).
+   * other catalog's jobs) nor is lost. A lost connection only delays the job; any other failure
+   * counts towards parking it (recordProcessingFailure).
    */
   const afterFailure = async (jobId: string, error: unknown): Promise<string> => {
-    if (handedOver(error)) {
-      log.info({ jobId }, 'import handed over after its last batch: its partition went to another consumer');
-      return 'handed over';
-    }
     if (isConnectionError(error)) {
       log.warn({ err: error, jobId }, 'import interrupted by a lost database connection; it resumes from its last batch');
       return 'interrupted';
@@ -88,14 +71,19 @@ export async function startImportConsumer(options: ImportConsumerOptions): Promi
     }
   };
 
-  /** One run per job in this process; the processing lock keeps other processes off it. */
-  const runJob = (jobId: string, heartbeat?: () => Promise<void>): Promise<unknown> => {
+  /**
+   * Starts a job in this process unless it runs here already or the process is full
+   * (IMPORT_JOBS_PER_PROCESS); the processing lock keeps other processes off it. A run belongs to
+   * the process, not to the Kafka partition that announced it: a rebalance does not touch it, and
+   * a stopping process leaves it at its batch boundary for another one's sweeper.
+   */
+  const runJob = (jobId: string): Promise<unknown> | undefined => {
     const current = running.get(jobId);
     if (current) return current;
-    // A job outlives the message or sweep that started it, and later callers share it.
+    if (running.size >= capacity) return undefined;
     const run = detached(() => processImport({
       orm: options.orm, storage, databaseUrl: options.config.databaseUrl, logger: log, mediaRefreshAgeHours: options.config.media.refreshAgeHours,
-      ...(heartbeat ? { heartbeat } : {}), stopping: () => stopping,
+      stopping: () => stopping,
       ...(options.metrics ? { onCommitted: countLines(options.metrics) } : {}),
     }, jobId))
       .catch((error: unknown) => afterFailure(jobId, error))
@@ -108,9 +96,9 @@ export async function startImportConsumer(options: ImportConsumerOptions): Promi
     try {
       const expired = await expireUploadWindows(options.orm.em.fork());
       if (expired > 0) log.info({ expired }, 'cancelled jobs whose upload window lapsed');
-      for (const jobId of await jobsToResume(options.orm.em.fork(), QUEUED_GRACE_SECONDS)) {
-        if (stopping) break;
-        if (!running.has(jobId)) void runJob(jobId);
+      if (stopping) return;
+      for (const jobId of await jobsToResume(options.orm.em.fork(), QUEUED_GRACE_SECONDS, capacity - running.size)) {
+        if (stopping || !runJob(jobId)) break;
       }
     } catch (error) {
       log.error({ err: error }, 'import sweep failed');
@@ -126,9 +114,7 @@ export async function startImportConsumer(options: ImportConsumerOptions): Promi
     groupId: `${options.kafka.topicPrefix}catalog.imports`,
     topics: [TOPICS.imports],
     fromBeginning: true,
-    // Up to three jobs at a time per process, one per partition.
-    partitionsConsumedConcurrently: 3,
-    eachMessage: async ({ message, heartbeat }: EachMessagePayload) => {
+    eachMessage: async ({ message }: EachMessagePayload) => {
       let body: Partial<ImportMessage> | undefined;
       try {
         body = JSON.parse(message.value?.toString('utf8') ?? '') as Partial<ImportMessage>;
@@ -139,12 +125,17 @@ export async function startImportConsumer(options: ImportConsumerOptions): Promi
         log.warn({ offset: message.offset }, 'skipped a record that is not an import job');
         return;
       }
-      const outcome = await runJob(body.jobId, heartbeat);
-      log.debug({ jobId: body.jobId, outcome }, 'import message handled');
+      // The message only announces the job: a full process leaves it queued for a sweeper with room.
+      const started = !stopping && runJob(body.jobId) !== undefined;
+      log.debug({ jobId: body.jobId, started }, 'import message handled');
     },
   });
-  const consumer = await joining.catch((error: unknown) => {
+  // A start that failed (Kafka away) leaves nothing running: jobs the sweeper began stop at their
+  // batch boundary, and the next attempt takes them up again.
+  const consumer = await joining.catch(async (error: unknown) => {
+    stopping = true;
     clearInterval(timer);
+    await Promise.allSettled([...running.values()]);
     throw error;
   });
   return {

@@ -174,11 +174,22 @@ export async function lapsedUploadJobs(tx: Db): Promise<JobRow[]> {
     ORDER BY j.upload_expires_at LIMIT 100 FOR UPDATE SKIP LOCKED`);
 }
 
-/** Every processing job, and the queued jobs queued longer than `queuedGraceSeconds` ago: oldest first. */
-export async function resumableJobIds(db: Db, queuedGraceSeconds: number): Promise<string[]> {
-  const rows = await query<{ id: string }>(db, `SELECT id FROM import_jobs
-    WHERE status = 'processing' OR (status = 'queued' AND queued_at < now() - make_interval(secs => $1))
-    ORDER BY created_at LIMIT 50`, [queuedGraceSeconds]);
+/**
+ * Up to `limit` jobs no process is running: processing jobs first (their worker died or handed
+ * them over), then queued ones older than `queuedGraceSeconds`, taking each catalog's oldest in
+ * turn so that one catalog's backlog does not hold up another's. A job whose processing lock is
+ * held elsewhere is left out, so a sweeper spends its room only on work it can take.
+ */
+export async function resumableJobIds(db: Db, queuedGraceSeconds: number, limit: number): Promise<string[]> {
+  if (limit <= 0) return [];
+  const rows = await query<{ id: string }>(db, `SELECT id FROM (
+      SELECT id, status, queued_at, created_at, row_number() OVER (PARTITION BY catalog_id ORDER BY created_at) AS turn
+      FROM import_jobs
+      WHERE status = 'processing' OR (status = 'queued' AND queued_at < now() - make_interval(secs => $1))) j
+    WHERE NOT EXISTS (SELECT 1 FROM pg_locks l WHERE l.locktype = 'advisory' AND l.granted
+      AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+      AND l.classid = $2::int4::oid AND l.objid = hashtext(j.id::text)::oid AND l.objsubid = 2)
+    ORDER BY j.status = 'processing' DESC, j.turn, j.created_at LIMIT $3`, [queuedGraceSeconds, JOB_LOCK_SPACE, limit]);
   return rows.map((r) => r.id);
 }
 

@@ -24,8 +24,6 @@ export interface ProcessDeps {
   readonly mediaRefreshAgeHours: number;
   /** Called with each batch's counts once it committed (metrics). */
   readonly onCommitted?: (counts: BatchCounts) => void;
-  /** Called between batches (the Kafka consumer's heartbeat). */
-  readonly heartbeat?: () => Promise<void>;
   /** True once the process is shutting down: stop after the current batch (the cursor is committed). */
   readonly stopping?: () => boolean;
 }
@@ -46,6 +44,8 @@ export async function processImport(deps: ProcessDeps, jobId: string): Promise<P
     let job = await loadJob(deps.orm.em.fork(), jobId);
     if (job?.status === 'queued') job = await begin(deps, job);
     if (job?.status !== 'processing') return 'skipped';
+    // Which process ran a job, for operators of a fleet.
+    deps.logger.info({ jobId }, 'import running in this process');
     return await run(deps, job);
   } finally {
     // Ending the session releases the lock.
@@ -119,7 +119,6 @@ async function run(deps: ProcessDeps, row: JobRow): Promise<ProcessOutcome> {
     if (committing) {
       await (ahead ? committingBefore : committing);
       if (deps.stopping?.()) throw new JobStopped();
-      await deps.heartbeat?.();
     }
     const turn = batchTurn(ahead);
     const commit = commitBatch(job, batch, known, turn).then((unchanged) => {

@@ -12,9 +12,10 @@ export async function expireUploadWindows(db: Db): Promise<number> {
 }
 
 /**
- * Jobs a consumer should pick up without waiting for Kafka: every processing job (its worker may
- * have died; the processing lock tells) and queued jobs whose message is overdue.
+ * Up to `room` jobs a consumer should pick up without waiting for Kafka: processing jobs no
+ * process runs (their worker died or stopped) and queued jobs whose message is overdue or was
+ * left by a process without room.
  */
-export function jobsToResume(db: Db, queuedGraceSeconds: number): Promise<string[]> {
-  return resumableJobIds(db, queuedGraceSeconds);
+export function jobsToResume(db: Db, queuedGraceSeconds: number, room: number): Promise<string[]> {
+  return resumableJobIds(db, queuedGraceSeconds, room);
 }

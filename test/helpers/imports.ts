@@ -38,11 +38,12 @@ export async function upload(uploadUrl: string, body: Buffer | string, contentTy
 }
 
 /**
- * No progress (status and counts unchanged) for this long fails a wait on a job: twice the longest
- * pause an import takes by design (a job whose message is late waits QUEUED_GRACE_SECONDS for the
- * sweeper, which runs every SWEEP_MS). A busy machine makes a job slower, not still.
+ * No progress (status and counts unchanged) for this long fails a wait on a job: well past the
+ * longest pause an import takes by design (a job left queued waits QUEUED_GRACE_SECONDS for a
+ * sweeper, which runs every SWEEP_MS; a counting pass over a large file shows no count), a safety
+ * net rather than a speed assumption.
  */
-export const IMPORT_STALL_MS = 2 * (QUEUED_GRACE_SECONDS * 1000 + SWEEP_MS);
+export const IMPORT_STALL_MS = Math.max(60_000, 4 * (QUEUED_GRACE_SECONDS * 1000 + SWEEP_MS));
 
 /** Polls the job until `until` holds (a terminal status by default); fails only when it stops moving for `stallMs`. */
 export async function waitForJob(
