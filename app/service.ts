@@ -1,5 +1,6 @@
 // The composition root: opens every dependency once and starts the roles this process plays.
 import { hostname } from 'node:os';
+import { singleMachineSettings } from '../platform/config/config.ts';
 import type { Config } from '../platform/config/config.ts';
 import { analyseOnceFilled } from '../platform/db/first-statistics.ts';
 import { openDatabase } from '../platform/db/orm.ts';
@@ -9,6 +10,7 @@ import { startWebhookWorkers } from '../consumers/webhooks/index.ts';
 import { startMediaConsumer } from '../consumers/media/index.ts';
 import { startImportConsumer } from '../consumers/import/index.ts';
 import { createKafkaClient } from '../platform/kafka/client.ts';
+import { startWhenKafkaAnswers } from '../platform/kafka/patience.ts';
 import { ensureKafka } from '../scripts/kafka.ts';
 import type { KafkaClient } from '../platform/kafka/client.ts';
 import type { Logger } from '../platform/log/logger.ts';
@@ -30,20 +32,14 @@ export interface RunningService {
   close(): Promise<void>;
 }
 
-// One pool per process, MikroORM's, sized for the roles it plays. Serving requests: as many
-// statements at once as the API sends. The consumers hold at most: the relay 1, the webhook
-// dispatcher 2 (claims, settlements), the fan-out 3 (a partition each), disable notices 1, media
-// about 4 (batch loads, the asset writer), imports about 2 a running job (its batch and the read
-// ahead's lookup). LISTEN and session locks use connections of their own, outside the pool.
-const API_CONNECTIONS = 20;
-const CONSUMER_CONNECTIONS = 16;
-
 // The items table's first statistics (platform/db/first-statistics.ts): looked for every 2 s,
 // gathered from 1,000 items, a few milliseconds of ANALYZE.
 export const FIRST_STATISTICS = { tables: ['items'], rows: 1000, intervalMs: 2000 };
 
-function poolSize(role: Config['role']): number {
-  return (role === 'consumers' ? 0 : API_CONNECTIONS) + (role === 'api' ? 0 : CONSUMER_CONNECTIONS);
+/** One pool per process, MikroORM's, the sum of what the roles it plays need (docs/operations.md, "Connection budget"). */
+function poolSize(config: Config): number {
+  const { apiConnections, consumerConnections } = config.capacity;
+  return (config.role === 'consumers' ? 0 : apiConnections) + (config.role === 'api' ? 0 : consumerConnections);
 }
 
 export async function startService(config: Config, logger: Logger = createLogger(config.logLevel)): Promise<RunningService> {
@@ -54,13 +50,18 @@ export async function startService(config: Config, logger: Logger = createLogger
       await closer().catch((error) => logger.error({ err: error }, 'error while shutting down'));
     }
   };
+  // A process of one role is usually one of a fleet: say what another machine would need.
+  const needs = singleMachineSettings(config);
+  if (config.role !== 'all' && needs.length > 0) {
+    logger.warn({ needs }, `configured for one machine: processes on a second machine need ${needs.join(' and ')}`);
+  }
   // The api role keeps V8's defaults.
   if (config.role !== 'api') holdConsumerHeap(logger);
   try {
     // The contract, the handlers and the router only where requests are served: a consumers
     // process does without their memory.
     const api = config.role === 'consumers' ? undefined : await (await import('./api.ts')).loadApi();
-    const orm = await openDatabase({ databaseUrl: config.databaseUrl, logger, poolSize: poolSize(config.role) });
+    const orm = await openDatabase({ databaseUrl: config.databaseUrl, logger, poolSize: poolSize(config) });
     closers.push(() => orm.close());
     const statistics = analyseOnceFilled(orm, logger, FIRST_STATISTICS);
     closers.push(() => statistics.stop());
@@ -69,7 +70,10 @@ export async function startService(config: Config, logger: Logger = createLogger
     // Per process, so that Kafka's tools (consumer group members, quotas, broker logs) tell the fleet's processes apart.
     const kafka = await createKafkaClient(config, logger, { clientId: `catalog-${config.role}-${hostname()}-${process.pid}`, brokers });
     closers.push(() => kafka.disconnect());
-    await kafka.ensureTopics();
+    // Serving needs only Postgres: the outbox keeps events while Kafka is away, and what needs
+    // Kafka starts once it answers (docs/operations.md, "Kafka outages").
+    const topics = startWhenKafkaAnswers('topic setup', () => kafka.ensureTopics(), logger);
+    closers.push(async () => topics.stop());
     const storage = createStorage(config);
     // One registry per process: the API serves it, the consumers count into it.
     const metrics = createMetrics({ outboxBacklog: () => outboxBacklog(orm.em.fork()) });
@@ -85,21 +89,25 @@ export async function startService(config: Config, logger: Logger = createLogger
       closers.push(() => relay.stop());
       // Side by side: each waits for its consumer group's join, which after a crash can take a
       // dead member's session timeout; the import sweeper resumes jobs meanwhile.
-      const workers = await Promise.allSettled([
-        startImportConsumer({ config, kafka, orm, storage, metrics, logger }),
-        startWebhookWorkers({ config, kafka, orm, metrics, logger }),
-        startMediaConsumer({ config, kafka, orm, storage, logger }),
-      ]);
-      const started = workers.flatMap((worker) => (worker.status === 'fulfilled' ? [worker.value] : []));
+      const whenTopics = <T>(start: () => Promise<T>) => async () => {
+        await kafka.ensureTopics();
+        return start();
+      };
+      const workers = [
+        startWhenKafkaAnswers('the import consumer', whenTopics(() => startImportConsumer({ config, kafka, orm, storage, metrics, logger })), logger),
+        startWhenKafkaAnswers('the webhook workers', whenTopics(() => startWebhookWorkers({ config, kafka, orm, metrics, logger })), logger),
+        startWhenKafkaAnswers('the media consumer', whenTopics(() => startMediaConsumer({ config, kafka, orm, storage, logger })), logger),
+      ];
       // Stopped side by side: each consumer's stop waits out its fetch in flight (kafkajs' 5 s
       // long poll), which one after the other would add up.
       closers.push(async () => {
+        for (const worker of workers) worker.stop();
+        const started = (await Promise.all(workers.map((worker) => worker.started))).flatMap((worker) => (worker ? [worker] : []));
         for (const result of await Promise.allSettled(started.map((worker) => worker.stop()))) {
           if (result.status === 'rejected') logger.error({ err: result.reason }, 'error while stopping a consumer');
         }
       });
-      const failed = workers.find((worker) => worker.status === 'rejected');
-      if (failed) throw failed.reason;
+      await Promise.all(workers.map((worker) => worker.firstAttempt));
     }
     let url: string | undefined;
     if (api && services) {

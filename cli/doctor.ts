@@ -1,7 +1,7 @@
 // `catalog doctor`: checks what this environment names (configuration, database, broker, storage) and says what is wrong, and how to fix it, in plain words.
 import { access, constants } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import { loadConfig } from '../platform/config/config.ts';
+import { loadConfig, singleMachineSettings } from '../platform/config/config.ts';
 import type { Config } from '../platform/config/config.ts';
 import { openSession } from '../platform/db/connections.ts';
 import { migrations } from '../platform/db/migrations/index.ts';
@@ -73,6 +73,16 @@ async function storage(config: Config): Promise<Check> {
   }
 }
 
+/** Not a failure: one machine runs fine without; said so that a second one is not a surprise. */
+function fleet(config: Config): Check {
+  const needs = singleMachineSettings(config);
+  return {
+    ok: true, what: 'fleet',
+    said: needs.length === 0 ? 'processes on other machines can join: uploads and images go to shared storage (s3)'
+      : `one machine as configured; processes on a second machine need ${needs.join(' and ')}`,
+  };
+}
+
 export async function runDoctor(): Promise<number> {
   let config: Config;
   const print = (check: Check) => process.stdout.write(`${check.ok ? 'ok  ' : 'FAIL'}  ${check.what.padEnd(13)} ${check.said}\n`);
@@ -83,7 +93,7 @@ export async function runDoctor(): Promise<number> {
     return 1;
   }
   print({ ok: true, what: 'configuration', said: `role ${config.role}, listening on ${config.host}:${config.port}, storage ${config.storageDriver}` });
-  const checks = await Promise.all([database(config), broker(config), storage(config)]);
+  const checks = [...await Promise.all([database(config), broker(config), storage(config)]), fleet(config)];
   checks.forEach(print);
   return checks.every((check) => check.ok) ? 0 : 1;
 }

@@ -111,7 +111,7 @@ export async function startMediaConsumer({ config, kafka, orm, storage, logger }
   const timer = setInterval(() => void queue.sweep(), LEASE_RENEW_MS);
   timer.unref();
 
-  const running = await kafka.runConsumer({
+  const joining = kafka.runConsumer({
     groupId: `${kafka.topicPrefix}catalog.media.ingest`,
     topics: [TOPICS.media],
     fromBeginning: true,
@@ -128,6 +128,13 @@ export async function startMediaConsumer({ config, kafka, orm, storage, logger }
         clearInterval(beat);
       }
     },
+  });
+  // A start that failed (Kafka away) leaves nothing running: the next attempt starts afresh.
+  const running = await joining.catch(async (error: unknown) => {
+    clearInterval(timer);
+    await queue.stop();
+    fetcher.close();
+    throw error;
   });
   log.info({ concurrency: config.media.concurrency, perHost: config.media.hostConcurrency }, 'media consumer running');
   return {

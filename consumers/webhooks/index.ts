@@ -37,7 +37,12 @@ export async function startWebhookWorkers({ config, kafka, orm, metrics, logger 
   });
   // The dispatcher first: deliveries already in Postgres go out while the consumer joins its group.
   await dispatcher.start();
-  const fanOut = await startFanOut({ kafka, db, logger, dispatcher, firstDelayMs: config.webhookRetryDelaysMs[0] ?? 0 });
+  // A start that failed (Kafka away) leaves nothing running: the next attempt starts afresh.
+  const fanOut = await startFanOut({ kafka, db, logger, dispatcher, firstDelayMs: config.webhookRetryDelaysMs[0] ?? 0 }).catch(async (error: unknown) => {
+    await dispatcher.stop();
+    mailer.close();
+    throw error;
+  });
   void notices.sweep();
   const sweeper = setInterval(() => void notices.sweep(), NOTICE_SWEEP_MS);
   sweeper.unref();

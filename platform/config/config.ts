@@ -2,6 +2,10 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
+import { ConfigError, baseUrl, bool, brokerList, int, oneOf } from './parse.ts';
+import type { Env } from './parse.ts';
+
+export { ConfigError };
 
 export type Role = 'api' | 'consumers' | 'all';
 /** The deployment this service is (spec, "Versioning"): its keys are `cat_live_…` or `cat_test_…`. */
@@ -43,6 +47,8 @@ export interface Config {
   readonly storageDir: string;
   readonly s3: S3Config;
   readonly signingSecret: string;
+  /** True when SIGNING_SECRET was not given and the secret was generated into the data folder (one machine only). */
+  readonly signingSecretGenerated: boolean;
   readonly webhookRetryDelaysMs: readonly number[];
   readonly webhookTimeoutMs: number;
   readonly webhookDisableAfter: number;
@@ -52,6 +58,8 @@ export interface Config {
   readonly outboundAllowPrivate: boolean;
   /** Media ingestion (docs/media.md). */
   readonly media: MediaConfig;
+  /** How much work and how many database connections one process takes (docs/operations.md, "Scaling out"). */
+  readonly capacity: CapacityConfig;
   /** CATALOG_ENVIRONMENT: production (keys `cat_live_…`) or staging (keys `cat_test_…`). */
   readonly environment: Environment;
   /** OTHER_ENVIRONMENT_URL: the other deployment's base address, listed in the served contract. */
@@ -74,6 +82,15 @@ export interface KafkaTopicsConfig {
   readonly tombstoneRetentionDays: number;
   /** CHANGELOG_MIN_COMPACTION_LAG_HOURS: how long every changelog record stays before compaction may drop it (min.compaction.lag.ms). */
   readonly minCompactionLagHours: number;
+}
+
+export interface CapacityConfig {
+  /** API_DATABASE_CONNECTIONS: the pool's connections for serving requests. */
+  readonly apiConnections: number;
+  /** CONSUMERS_DATABASE_CONNECTIONS: the pool's connections for the relay, webhooks, media and imports. */
+  readonly consumerConnections: number;
+  /** IMPORT_JOBS_PER_PROCESS: import jobs one consumers process runs at once; others wait for a process with room. */
+  readonly importJobs: number;
 }
 
 export interface MediaConfig {
@@ -119,24 +136,18 @@ function renditions(env: Env): readonly RenditionSpec[] {
   return Object.freeze(specs);
 }
 
-/** An http(s) base address without a trailing slash, or undefined when unset. */
-function baseUrl(env: Env, name: string): string | undefined {
-  const raw = env[name]?.trim();
-  if (!raw) return undefined;
-  let url: URL | undefined;
-  try {
-    url = new URL(raw);
-  } catch {
-    // Reported below.
-  }
-  if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:')) throw new ConfigError(`${name} must be an http(s) address, got "${raw}"`);
-  return raw.replace(/\/+$/, '');
-}
-
-/** A comma list of host:port, or undefined when unset or empty. */
-function brokerList(env: Env, name: string): readonly string[] | undefined {
-  const brokers = env[name]?.split(',').map((b) => b.trim()).filter((b) => b !== '');
-  return brokers && brokers.length > 0 ? Object.freeze(brokers) : undefined;
+/**
+ * The consumers' pool holds the relay 1, the webhook dispatcher 2, the fan-out 3, disable notices
+ * 1, media about 4, and about 2 for each running import job (its batch and the read ahead's
+ * lookup); LISTEN and each job's lock use connections of their own, outside the pool.
+ */
+function capacity(env: Env): CapacityConfig {
+  const importJobs = int(env, 'IMPORT_JOBS_PER_PROCESS', 3, 1, 64);
+  return Object.freeze({
+    apiConnections: int(env, 'API_DATABASE_CONNECTIONS', 20, 2, 1000),
+    consumerConnections: int(env, 'CONSUMERS_DATABASE_CONNECTIONS', 10 + 2 * importJobs, 4, 1000),
+    importJobs,
+  });
 }
 
 /** -1 (the cluster's default) or a replica count. */
@@ -163,41 +174,8 @@ function corsOrigins(env: Env): readonly string[] {
   return Object.freeze(origins);
 }
 
-export class ConfigError extends Error {
-  override name = 'ConfigError';
-}
-
-type Env = Record<string, string | undefined>;
-
 const LOG_LEVELS = new Set(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
 const DEFAULT_RETRY_DELAYS = '0,5000,25000,120000,600000,1800000,7200000,21600000';
-
-function int(env: Env, name: string, fallback: number, min: number, max: number): number {
-  const raw = env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const value = Number(raw);
-  if (!Number.isInteger(value) || value < min || value > max) {
-    throw new ConfigError(`${name} must be an integer from ${min} to ${max}, got "${raw}"`);
-  }
-  return value;
-}
-
-function bool(env: Env, name: string, fallback: boolean): boolean {
-  const raw = env[name]?.trim().toLowerCase();
-  if (raw === undefined || raw === '') return fallback;
-  if (['1', 'true', 'yes', 'on'].includes(raw)) return true;
-  if (['0', 'false', 'no', 'off'].includes(raw)) return false;
-  throw new ConfigError(`${name} must be true or false, got "${env[name]}"`);
-}
-
-function oneOf<T extends string>(env: Env, name: string, fallback: T, values: readonly T[]): T {
-  const raw = env[name];
-  if (raw === undefined || raw === '') return fallback;
-  if (!(values as readonly string[]).includes(raw)) {
-    throw new ConfigError(`${name} must be one of ${values.join(', ')}, got "${raw}"`);
-  }
-  return raw as T;
-}
 
 function retryDelays(raw: string): number[] {
   const delays = raw.split(',').map((part) => Number(part.trim()));
@@ -206,6 +184,18 @@ function retryDelays(raw: string): number[] {
     throw new ConfigError(`WEBHOOK_RETRY_DELAYS_MS must list 8 non-negative integers, got "${raw}"`);
   }
   return delays;
+}
+
+/**
+ * What a second machine would need that this configuration does not give (docs/operations.md,
+ * "Scaling out"): empty when the process can run beside others anywhere.
+ */
+export function singleMachineSettings(config: Config): string[] {
+  // Only the local driver signs its own upload addresses; S3 presigns them.
+  if (config.storageDriver !== 'local') return [];
+  const needs = [`shared storage (STORAGE_DRIVER=s3, or ${config.storageDir} mounted on every machine)`];
+  if (config.signingSecretGenerated) needs.push(`the same SIGNING_SECRET on every machine (this one uses the secret generated into ${config.dataDir})`);
+  return needs;
 }
 
 /** Reads SIGNING_SECRET, or the one generated once into the data folder. */
@@ -257,6 +247,7 @@ export function loadConfig(env: Env = process.env): Config {
       secretAccessKey: env.S3_SECRET_ACCESS_KEY || env.AWS_SECRET_ACCESS_KEY || undefined,
     }),
     signingSecret: signingSecret(env, dataDir),
+    signingSecretGenerated: !env.SIGNING_SECRET,
     webhookRetryDelaysMs: Object.freeze(retryDelays(env.WEBHOOK_RETRY_DELAYS_MS || DEFAULT_RETRY_DELAYS)),
     webhookTimeoutMs: int(env, 'WEBHOOK_TIMEOUT_MS', 5000, 1, 600_000),
     webhookDisableAfter: int(env, 'WEBHOOK_DISABLE_AFTER', 20, 1, 1_000_000),
@@ -273,6 +264,7 @@ export function loadConfig(env: Env = process.env): Config {
       renditions: renditions(env),
       urlTtlSeconds: int(env, 'MEDIA_URL_TTL_SECONDS', 86_400, 60, MAX_MEDIA_URL_TTL_SECONDS),
     }),
+    capacity: capacity(env),
     environment: oneOf(env, 'CATALOG_ENVIRONMENT', 'production', ['production', 'staging'] as const),
     otherEnvironmentUrl: baseUrl(env, 'OTHER_ENVIRONMENT_URL'),
     corsAllowedOrigins: corsOrigins(env),

@@ -2,6 +2,7 @@
 import { Kafka, logLevel } from 'kafkajs';
 import type { Admin, Consumer, EachBatchHandler, EachMessageHandler, LogEntry, Message, Producer, RecordMetadata, RetryOptions } from 'kafkajs';
 import type { Config } from '../config/config.ts';
+import { isConnectionError } from '../db/connections.ts';
 import type { Logger } from '../log/logger.ts';
 import { silenceKafkajsTimerWarning } from './kafkajs-quirks.ts';
 import { KafkaDefaultPartitioner } from './partitioner.ts';
@@ -84,7 +85,9 @@ const REJOINING = /re-joining the group/;
 export function kafkajsLogCreator(logger: Logger) {
   const base = logger.child({ component: 'kafkajs' });
   return () => ({ namespace, level, log }: LogEntry) => {
-    const { message, timestamp: _timestamp, ...fields } = log;
+    const { message, timestamp: _timestamp, error, stack: _stack, ...rest } = log;
+    // An Error as `err`, so pino writes its type, message, stack and cause (not `[object Object]`).
+    const fields = error instanceof Error ? { ...rest, err: error } : error === undefined ? rest : { ...rest, error };
     let target = PINO_LEVEL[level] ?? 'info';
     // Connection-level trouble (broker gone, coordinator loading) is logged by kafkajs at every
     // retry, dozens a minute in an outage; the operation that finally fails throws to its caller,
@@ -92,6 +95,8 @@ export function kafkajsLogCreator(logger: Logger) {
     if (namespace === 'Connection' || namespace === 'BrokerPool') target = 'debug';
     // A member that a rebalance left behind joins again by itself: a recovered fault, not an error.
     else if (target === 'error' && REJOINING.test(message)) target = 'warn';
+    // A handler that failed because Postgres went away is run again by kafkajs: recovered, not an error.
+    else if (target === 'error' && isConnectionError(error)) target = 'warn';
     base[target]({ namespace, ...fields }, message);
   };
 }

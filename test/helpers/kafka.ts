@@ -50,14 +50,27 @@ export async function freePortPair(): Promise<number> {
  * folder are this run's, so another run on the machine never meets it; `stop` keeps both for a
  * restart, `remove` stops it and deletes the folder.
  */
-export function privateBroker(name: string): { start: () => Promise<string[]>; stop: () => Promise<void>; remove: () => Promise<void> } {
+export interface PrivateBroker {
+  /** Its address before it first starts (for a service started while Kafka is away). */
+  reserve: () => Promise<string[]>;
+  start: () => Promise<string[]>;
+  stop: () => Promise<void>;
+  remove: () => Promise<void>;
+}
+
+export function privateBroker(name: string): PrivateBroker {
   if (fromTestcontainers()) return privateBrokerContainer();
   let options: KafkaOptions | undefined;
   const dataDir = resolve('.data', `${name}-${runId()}`);
   return {
+    async reserve() {
+      const port = await freePortPair();
+      options = { dataDir, port, controllerPort: port + 1 };
+      return [`127.0.0.1:${port}`];
+    },
     async start() {
       // A broker found already answering is not this one (another run picked the same ports
-      // meanwhile): on the first start, pick others; on a restart, say so.
+      // meanwhile): on the first start, pick others; on a restart or at a reserved address, say so.
       for (let tries = 0; ; tries++) {
         const first = options === undefined;
         if (first) {
@@ -79,15 +92,20 @@ export function privateBroker(name: string): { start: () => Promise<string[]>; s
 }
 
 /** privateBroker from Testcontainers: a container of its own, its client port fixed so a restart keeps its address. */
-function privateBrokerContainer(): { start: () => Promise<string[]>; stop: () => Promise<void>; remove: () => Promise<void> } {
+function privateBrokerContainer(): PrivateBroker {
   let container: BrokerContainer | undefined;
   let stopped = false;
+  let port: number | undefined;
   return {
+    async reserve() {
+      port = await freePortPair();
+      return [`127.0.0.1:${port}`];
+    },
     async start() {
       if (container && stopped) await container.restart();
       // Loaded only here: a run on the local broker never loads Testcontainers.
       const { startBrokerContainer } = await import('./kafka-container.ts');
-      container ??= await startBrokerContainer(await freePortPair());
+      container ??= await startBrokerContainer(port ?? await freePortPair());
       stopped = false;
       return container.brokers;
     },

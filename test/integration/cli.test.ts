@@ -170,11 +170,16 @@ test('the operator commands refuse a DATABASE_URL whose database does not exist,
   }
 });
 
-test('doctor: every check ok here; a broker that does not answer is a FAIL line naming it, exit 1', async () => {
+test('doctor: every check ok here, with what a second machine needs; a broker that does not answer is a FAIL line naming it, exit 1', async () => {
   const healthy = await catalog('doctor');
   assert.equal(healthy.code, 0, healthy.stdout + healthy.stderr);
   for (const what of ['configuration', 'database', 'broker', 'storage']) assert.match(healthy.stdout, new RegExp(`^ok +${what} `, 'm'));
   assert.match(healthy.stdout, /none pending/);
+  // Local storage with a given SIGNING_SECRET: only the storage stands between this and a second machine.
+  assert.match(healthy.stdout, /^ok +fleet +one machine as configured; processes on a second machine need shared storage \(STORAGE_DRIVER=s3/m);
+  assert.doesNotMatch(healthy.stdout, /same SIGNING_SECRET/);
+  const generated = await catalogWith({ SIGNING_SECRET: '' }, 'doctor');
+  assert.match(generated.stdout, /^ok +fleet .*the same SIGNING_SECRET on every machine/m);
   const port = await freePort();
   const down = await catalogWith({ KAFKA_BROKERS: `127.0.0.1:${port}` }, 'doctor');
   assert.equal(down.code, 1);

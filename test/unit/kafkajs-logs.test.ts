@@ -1,0 +1,42 @@
+// kafkajs' log entries as an operator reads them in pino: errors with their type and cause, recovered faults at warn.
+import assert from 'node:assert/strict';
+import { Writable } from 'node:stream';
+import { test } from 'node:test';
+import { logLevel } from 'kafkajs';
+import pino from 'pino';
+import { kafkajsLogCreator } from '../../platform/kafka/client.ts';
+
+/** A logger writing JSON lines into an array, and the kafkajs log function on top of it. */
+function capture() {
+  const lines: Array<Record<string, any>> = [];
+  const sink = new Writable({ write(chunk, _encoding, done) { lines.push(JSON.parse(chunk.toString())); done(); } });
+  const log = kafkajsLogCreator(pino({ level: 'debug' }, sink))();
+  return { lines, log };
+}
+
+const entry = (level: logLevel, message: string, extra: Record<string, unknown>) =>
+  ({ namespace: 'Runner', level, label: 'ERROR', log: { timestamp: new Date().toISOString(), logger: 'kafkajs', message, ...extra } });
+
+test('a handler error is written as err with its type, message and cause, not [object Object]', async () => {
+  const { lines, log } = capture();
+  const failure = new TypeError('the batch could not be read', { cause: new Error('underneath') });
+  log(entry(logLevel.ERROR, 'Error when calling eachBatch', { topic: 't', partition: 0, stack: failure.stack, error: failure }));
+  await new Promise((resolve) => setImmediate(resolve));
+  assert.equal(lines.length, 1);
+  assert.equal(lines[0]!.level, 50);
+  assert.equal(lines[0]!.err.type, 'TypeError');
+  assert.match(lines[0]!.err.message, /^the batch could not be read/);
+  assert.match(lines[0]!.err.stack, /caused by: Error: underneath/);
+  assert.equal(lines[0]!.error, undefined);
+  assert.doesNotMatch(JSON.stringify(lines[0]), /\[object Object\]/);
+});
+
+test('a handler that failed because Postgres went away, and a member re-joining its group, are warnings', async () => {
+  const { lines, log } = capture();
+  const lost = Object.assign(new Error('Connection terminated unexpectedly'), { code: '57P01' });
+  log(entry(logLevel.ERROR, 'Error when calling eachBatch', { error: lost }));
+  log(entry(logLevel.ERROR, 'The group is rebalancing, re-joining the group', {}));
+  log(entry(logLevel.ERROR, 'Error when calling eachBatch', { error: new Error('a bug') }));
+  await new Promise((resolve) => setImmediate(resolve));
+  assert.deepEqual(lines.map((line) => line.level), [40, 40, 50]);
+});
