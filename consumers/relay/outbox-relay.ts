@@ -1,16 +1,17 @@
-// The outbox relay: publishes committed outbox rows to Kafka in id order and marks them sent only after Kafka acked.
+// The outbox relay: publishes the committed outbox rows of the lanes it holds to Kafka, each lane in id order, and marks them sent only after Kafka acked.
 import type { Message } from 'kafkajs';
-import { OUTBOX_CHANNEL, claimOutbox, deleteSentOutbox, markOutboxSent, recordHeaders } from '../../domain/events/outbox.ts';
+import { OUTBOX_CHANNEL, claimOutbox, deleteSentOutbox, markOutboxSent } from '../../domain/events/outbox.ts';
 import type { OutboxRecord } from '../../domain/events/outbox.ts';
 import { parkRecords } from '../../domain/events/parked.ts';
 import type { Refusal } from '../../domain/events/parked.ts';
-import { itemRecordOf } from '../../domain/items/changelog.ts';
 import { listenToChannel } from '../../platform/db/connections.ts';
 import type { ChannelListener } from '../../platform/db/connections.ts';
 import type { Orm } from '../../platform/db/orm.ts';
 import type { KafkaClient } from '../../platform/kafka/client.ts';
-import { TOPICS } from '../../platform/kafka/topics.ts';
 import type { Logger } from '../../platform/log/logger.ts';
+import { createLaneHolder } from './lanes.ts';
+import type { LaneHolder } from './lanes.ts';
+import { addMessages, chunksBySize, refusedForGood } from './records.ts';
 
 export interface OutboxRelayOptions {
   /** Its statements run on the ORM's pool. */
@@ -19,7 +20,7 @@ export interface OutboxRelayOptions {
   readonly databaseUrl: string;
   readonly kafka: KafkaClient;
   readonly logger: Logger;
-  /** Records a claim takes at most, in whole outbox rows (one row at least, whatever its size). */
+  /** Records a claim takes at most from each lane, in whole outbox rows (one row at least, whatever its size). */
   readonly batchSize?: number;
   /**
    * While writers are busy, how long to wait before the next claim, so that it publishes what
@@ -53,67 +54,16 @@ export interface OutboxRelay {
   start(): Promise<void>;
   /** Finishes the in-flight batch (committed or rolled back), then closes its connections. */
   stop(): Promise<void>;
-  /** Publishes one claim now; returns how many records it sent. For tests and the CLI. */
+  /** Publishes one claim now, of the lanes no running relay holds; returns how many records it sent. For tests and benchmarks. */
   relayOnce(): Promise<number>;
   readonly stats: Readonly<OutboxRelayStats>;
 }
 
-// Kafka's default message.max.bytes (1 MB) caps one record batch, which kafkajs builds per
-// partition per send; staying under it in total per send keeps large events from wedging the relay.
-const MAX_SEND_BYTES = 900_000;
-
-// The broker's answers that refuse a record itself, whatever the retries: too large, or not a
-// valid record. Anything else (a broker away, a leader moving) is waited out and retried.
-const REFUSED_FOR_GOOD = new Set(['MESSAGE_TOO_LARGE', 'RECORD_LIST_TOO_LARGE', 'INVALID_RECORD', 'CORRUPT_MESSAGE', 'INVALID_TIMESTAMP']);
-
-/** The broker's error type when it refused the records for good; undefined for any other failure. */
-function refusedForGood(error: unknown): string | undefined {
-  for (let e = error; e instanceof Error; e = (e as { cause?: unknown; originalError?: unknown }).cause ?? (e as { originalError?: unknown }).originalError) {
-    const type = (e as { type?: unknown }).type;
-    if (typeof type === 'string' && REFUSED_FOR_GOOD.has(type)) return type;
-  }
-  return undefined;
-}
+// How often a relay looks whether it holds its share of the lanes: relays that join or leave are balanced within seconds.
+const LANE_CHECK_MS = 2000;
 
 // Small deletes keep each transaction short next to the writers: a row holds up to 1,000 records.
 const ROWS_PER_DELETE = 200;
-
-function chunksBySize(rows: readonly OutboxRecord[]): OutboxRecord[][] {
-  const chunks: OutboxRecord[][] = [];
-  let current: OutboxRecord[] = [];
-  let bytes = 0;
-  for (const row of rows) {
-    // An item event's changelog record is at most its payload again; each of the two carries
-    // the five headers (about 170 bytes) and a record's framing.
-    const size = 2 * (Buffer.byteLength(row.payload) + Buffer.byteLength(row.key)) + 400;
-    if (current.length > 0 && bytes + size > MAX_SEND_BYTES) {
-      chunks.push(current);
-      current = [];
-      bytes = 0;
-    }
-    current.push(row);
-    bytes += size;
-  }
-  if (current.length > 0) chunks.push(current);
-  return chunks;
-}
-
-/**
- * The record's messages, by topic: its own, and for an item event the item's changelog record
- * (with the event's key and headers). Both are stamped with the time their change was written,
- * not the publishing time (docs/design.md, "The item changelog").
- */
-function addMessages(byTopic: Map<string, Message[]>, row: OutboxRecord, topicOf: (logical: string) => string): void {
-  const add = (topic: string, message: Message) => {
-    const messages = byTopic.get(topic);
-    if (messages) messages.push(message);
-    else byTopic.set(topic, [message]);
-  };
-  const headers = recordHeaders(row);
-  add(topicOf(row.topic), { key: row.key, value: row.payload, headers, timestamp: row.committed_at });
-  const record = itemRecordOf(row);
-  if (record) add(topicOf(TOPICS.items), { key: row.key, value: record.value, headers, timestamp: row.committed_at });
-}
 
 export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
   const log = options.logger.child({ component: 'outbox-relay' });
@@ -131,6 +81,7 @@ export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
   let running = false;
   let loop: Promise<void> | undefined;
   let listener: ChannelListener | undefined;
+  let lanes: LaneHolder | undefined;
   // A NOTIFY that lands while a batch runs must not be lost: it makes the next idle nap return at once.
   let woken = false;
   let waiter: { finish: () => void; byNotify: boolean } | undefined;
@@ -206,31 +157,45 @@ export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
     return refused;
   }
 
-  /** Publishes one claim; `more`: rows were left waiting. */
-  async function relayClaim(): Promise<{ sent: number; more: boolean }> {
+  /**
+   * Publishes one claim of `lanes`: each lane's records in order, the lanes side by side. Marks
+   * sent (and parks the refused) in one short transaction once Kafka acked, never holding a
+   * transaction open across a Kafka request; a crash before that re-sends (at-least-once). A lane
+   * whose send failed is left unsent and the failure thrown, after the others were marked.
+   * `more`: rows were left waiting.
+   */
+  async function relayClaim(lanes: readonly number[]): Promise<{ sent: number; more: boolean }> {
     if (!topicsReady) {
       await options.kafka.ensureTopics();
       topicsReady = true;
     }
-    const claim = await db.transactional(async (tx) => {
-      const { records, more } = await claimOutbox(tx, batchSize);
-      if (records.length === 0) return { sent: 0, more, refused: [] };
-      const refused = await publish(records);
-      await parkRecords(tx, refused);
-      // Only after every chunk was acked or parked: a crash before this commit re-sends (at-least-once).
-      await markOutboxSent(tx, records.map((r) => r.row));
-      return { sent: records.length - refused.length, more, refused };
-    });
-    for (const { record, errorType } of claim.refused) {
+    const { records, more } = await claimOutbox(db, lanes, batchSize);
+    if (records.length === 0) return { sent: 0, more };
+    const byLane = new Map<number, OutboxRecord[]>();
+    for (const record of records) byLane.set(record.lane, [...(byLane.get(record.lane) ?? []), record]);
+    const outcomes = await Promise.allSettled([...byLane.values()].map(async (lane) => ({ lane, refused: await publish(lane) })));
+    const done = outcomes.flatMap((outcome) => (outcome.status === 'fulfilled' ? [outcome.value] : []));
+    const refused = done.flatMap((lane) => lane.refused);
+    const published = done.flatMap((lane) => lane.lane);
+    if (published.length > 0) {
+      await db.transactional(async (tx) => {
+        await parkRecords(tx, refused);
+        await markOutboxSent(tx, published.map((r) => r.row));
+      });
+    }
+    for (const { record, errorType } of refused) {
       log.error({ eventId: record.event_id, topic: record.topic, key: record.key, catalogId: record.catalog_id, errorType, byteSize: Buffer.byteLength(record.payload) },
         'the broker refused a record for good; it is parked (catalog outbox parked)');
     }
-    stats.parked += claim.refused.length;
-    if (claim.sent > 0) {
-      stats.published += claim.sent;
+    const sent = published.length - refused.length;
+    stats.parked += refused.length;
+    if (sent > 0) {
+      stats.published += sent;
       stats.batches += 1;
     }
-    return claim;
+    const failed = outcomes.find((outcome) => outcome.status === 'rejected');
+    if (failed) throw failed.reason;
+    return { sent, more };
   }
 
   async function cleanup(): Promise<void> {
@@ -246,11 +211,22 @@ export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
     if (deleted > 0) log.info({ deleted }, 'deleted sent outbox rows');
   }
 
-  async function run(): Promise<void> {
+  async function run(holder: LaneHolder): Promise<void> {
     let backoff = 0;
+    let lastRebalance = 0;
     while (running) {
       try {
-        const { sent, more } = await relayClaim();
+        // Between claims: a lane given up has nothing of this relay's in flight.
+        if (Date.now() - lastRebalance >= LANE_CHECK_MS) {
+          lastRebalance = Date.now();
+          await holder.rebalance();
+        }
+        const lanes = holder.held();
+        if (lanes.length === 0) {
+          await nap(LANE_CHECK_MS, false);
+          continue;
+        }
+        const { sent, more } = await relayClaim(lanes);
         if (backoff > 0) log.info({ sent }, 'outbox relay recovered');
         backoff = 0;
         await cleanup();
@@ -262,8 +238,10 @@ export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
       } catch (error) {
         stats.failures += 1;
         stats.lastError = error instanceof Error ? error.message : String(error);
+        // One warning an episode: the first failure, then the recovery at info.
+        if (backoff === 0) log.warn({ err: error }, 'outbox batch not published; retrying with backoff until it is');
+        else log.debug({ err: error, retryInMs: backoff }, 'outbox batch still not published');
         backoff = Math.min(backoff === 0 ? 500 : backoff * 2, maxBackoffMs);
-        log.warn({ err: error, retryInMs: backoff }, 'outbox batch not published; rolled back, will retry');
         // Not cut short by NOTIFY: busy writers must not turn the backoff into a hot loop.
         await nap(backoff, false);
       }
@@ -272,14 +250,23 @@ export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
 
   return {
     stats,
-    relayOnce: async () => (await relayClaim()).sent,
+    async relayOnce() {
+      const holder = createLaneHolder({ databaseUrl: options.databaseUrl, logger: log });
+      try {
+        await holder.rebalance();
+        return (await relayClaim(holder.held())).sent;
+      } finally {
+        await holder.close();
+      }
+    },
     async start() {
       if (running) return;
       running = true;
       // Listening before the first claim: a commit after that claim's snapshot is then always notified.
       listener = listenToChannel({ databaseUrl: options.databaseUrl, channel: OUTBOX_CHANNEL, logger: log, onNotify: notified, onListening: listening });
       await listener.firstAttempt;
-      loop = run();
+      lanes = createLaneHolder({ databaseUrl: options.databaseUrl, logger: log });
+      loop = run(lanes);
       log.info({ batchSize, lingerMs, pollIntervalMs }, 'outbox relay started');
     },
     async stop() {
@@ -287,6 +274,8 @@ export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
       running = false;
       waiter?.finish();
       await loop;
+      await lanes?.close();
+      lanes = undefined;
       await listener?.close();
       listener = undefined;
       log.info(stats, 'outbox relay stopped');

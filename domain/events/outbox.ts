@@ -64,18 +64,33 @@ export const OUTBOX_CHANNEL = 'outbox';
 const EVENTS_PER_ROW = 1000;
 
 /**
+ * The relay's lanes (docs/design.md, "The outbox"): every record gets one, the hash of its catalog
+ * (of its key when it has none: a work message), so all the records of a key share a lane. One
+ * relay at a time publishes a lane, in id order, and relays publish different lanes side by side.
+ * Fixed: another count would move keys to other lanes while their records wait.
+ */
+export const OUTBOX_LANES = 16;
+/** The lane of the rows written before there were lanes: published before any other. */
+export const LEGACY_LANE = -1;
+
+/** A record's lane in SQL, from its topic, key and catalog columns. A changelog key begins with its catalog (itemEventKey). */
+const laneOf = (record: string): SqlFragment => sql.raw(`mod(mod(hashtext(coalesce(${record}.catalog_id::text,
+  CASE WHEN ${record}.topic = '${TOPICS.items}' THEN ${record}.key::json ->> 0 ELSE ${record}.key END)), ${OUTBOX_LANES}) + ${OUTBOX_LANES}, ${OUTBOX_LANES})`);
+
+/**
  * The INSERT of the records `select` yields as (event_id, topic, key, payload, type,
- * catalog_id, ord), grouped into rows by topic and catalog, each row's records in `ord` order
- * (rows get their ids in the order of their first record). `returning` names what it returns.
+ * catalog_id, ord), grouped into rows by topic, catalog and lane, each row's records in `ord`
+ * order (rows get their ids in the order of their first record). `returning` names what it returns.
  */
 function insertRecords(select: SqlFragment, returning: SqlFragment): SqlFragment {
-  return sql`INSERT INTO outbox (topic, catalog_id, event_ids, keys, types, payloads, size, first_event_id, last_event_id)
-      SELECT r.topic, r.catalog_id, array_agg(r.event_id ORDER BY r.n), array_agg(r.key ORDER BY r.n),
+  return sql`INSERT INTO outbox (topic, catalog_id, lane, event_ids, keys, types, payloads, size, first_event_id, last_event_id)
+      SELECT r.topic, r.catalog_id, r.lane, array_agg(r.event_id ORDER BY r.n), array_agg(r.key ORDER BY r.n),
         array_agg(r.type ORDER BY r.n), array_agg(r.payload ORDER BY r.n), count(*),
         min(r.event_id::text COLLATE "C")::uuid, max(r.event_id::text COLLATE "C")::uuid
-      FROM (SELECT s.*, row_number() OVER (PARTITION BY s.topic, s.catalog_id ORDER BY s.ord) AS n
-              FROM (${select}) AS s(event_id, topic, key, payload, type, catalog_id, ord)) AS r
-      GROUP BY r.topic, r.catalog_id, (r.n - 1) / ${EVENTS_PER_ROW}
+      FROM (SELECT l.*, row_number() OVER (PARTITION BY l.topic, l.catalog_id, l.lane ORDER BY l.ord) AS n
+              FROM (SELECT s.*, ${laneOf('s')} AS lane
+                      FROM (${select}) AS s(event_id, topic, key, payload, type, catalog_id, ord)) AS l) AS r
+      GROUP BY r.topic, r.catalog_id, r.lane, (r.n - 1) / ${EVENTS_PER_ROW}
       ORDER BY min(r.ord)
       RETURNING ${returning}`;
 }
@@ -192,6 +207,8 @@ export async function writeOutbox(db: Db, rows: readonly OutboxRow[], options: W
 export interface OutboxRecord {
   /** The outbox row (batch) holding it. */
   readonly row: string;
+  /** The row's lane (OUTBOX_LANES). */
+  readonly lane: number;
   readonly event_id: string;
   readonly topic: string;
   readonly key: string;
@@ -204,31 +221,33 @@ export interface OutboxRecord {
   readonly committed_at: string;
 }
 
-// Any constant works as long as every relay uses the same one.
-const RELAY_LOCK_KEY = 0x6f7574626f78;
-
 /**
- * Locks the oldest unsent rows holding up to `limit` records (one row at least, whatever its
- * size), in the transaction `tx` that will mark them sent, and returns their records in
- * publishing order; none when another relay is publishing. One relay publishes at a time, so
- * records with the same key reach Kafka in order even with several instances; SKIP LOCKED
- * keeps it safe should that lock ever be dropped. `more`: unsent rows were left for the next claim.
+ * The oldest unsent rows of each of `lanes`, each lane's holding up to `limit` records (one row at
+ * least, whatever its size), and their records in publishing order. The caller holds the lanes'
+ * locks, which keep every other relay off them; the rows of the lane from before lanes go first.
+ * `more`: unsent rows were left for the next claim.
  */
-export async function claimOutbox(tx: Db, limit: number): Promise<{ records: OutboxRecord[]; more: boolean }> {
-  const [lock] = await query<{ locked: boolean }>(tx, 'SELECT pg_try_advisory_xact_lock($1) AS locked', [RELAY_LOCK_KEY]);
-  if (!lock?.locked) return { records: [], more: false };
-  // Chosen by reading, then locked: only the rows taken get a row lock (and its write).
-  const waiting = await query<{ id: string; running: string }>(tx,
-    `SELECT id, sum(size) OVER (ORDER BY id) AS running
-       FROM (SELECT id, size FROM outbox WHERE sent_at IS NULL ORDER BY id LIMIT $1) AS w`, [limit]);
-  const taken = waiting.filter((row, i) => i === 0 || Number(row.running) <= limit).map((row) => row.id);
+export async function claimOutbox(db: Db, lanes: readonly number[], limit: number): Promise<{ records: OutboxRecord[]; more: boolean }> {
+  if (lanes.length === 0) return { records: [], more: false };
+  const waiting = await query<{ id: string; lane: number; running: string }>(db,
+    `SELECT w.id, w.lane, sum(w.size) OVER (PARTITION BY w.lane ORDER BY w.id) AS running
+       FROM unnest($1::smallint[]) AS l(lane),
+            LATERAL (SELECT id, lane, size FROM outbox WHERE sent_at IS NULL AND lane = l.lane ORDER BY id LIMIT $2) AS w
+      WHERE w.lane = ${LEGACY_LANE} OR NOT EXISTS (SELECT 1 FROM outbox WHERE sent_at IS NULL AND lane = ${LEGACY_LANE})`,
+    [lanes, limit]);
+  const rowsOfLane = new Map<number, number>();
+  const taken = waiting.filter((row) => {
+    const before = rowsOfLane.get(row.lane) ?? 0;
+    rowsOfLane.set(row.lane, before + 1);
+    return before === 0 || Number(row.running) <= limit;
+  }).map((row) => row.id);
   if (taken.length === 0) return { records: [], more: false };
-  const records = await query<OutboxRecord>(tx,
-    `SELECT o.id AS row, e.event_id, o.topic, e.key, e.payload, e.type, o.catalog_id,
+  const records = await query<OutboxRecord>(db,
+    `SELECT o.id AS row, o.lane, e.event_id, o.topic, e.key, e.payload, e.type, o.catalog_id,
             floor(extract(epoch FROM o.created_at) * 1000)::bigint::text AS committed_at
        FROM outbox o, unnest(o.event_ids, o.keys, o.payloads, o.types) WITH ORDINALITY AS e(event_id, key, payload, type, ord)
-      WHERE o.id = ANY($1::bigint[]) AND o.sent_at IS NULL ORDER BY o.id, e.ord FOR UPDATE OF o SKIP LOCKED`, [taken]);
-  return { records, more: taken.length < waiting.length || waiting.length === limit };
+      WHERE o.id = ANY($1::bigint[]) AND o.sent_at IS NULL ORDER BY o.id, e.ord`, [taken]);
+  return { records, more: taken.length < waiting.length || [...rowsOfLane.values()].some((rows) => rows === limit) };
 }
 
 /**
@@ -244,8 +263,8 @@ export async function outboxBacklog(db: Db): Promise<{ pending: number; lagSecon
 }
 
 /** Marks the outbox rows `rows` (OutboxRecord.row) sent. */
-export async function markOutboxSent(tx: Db, rows: readonly string[]): Promise<void> {
-  await query(tx, 'UPDATE outbox SET sent_at = now() WHERE id = ANY($1::bigint[])', [[...new Set(rows)]]);
+export async function markOutboxSent(db: Db, rows: readonly string[]): Promise<void> {
+  await query(db, 'UPDATE outbox SET sent_at = now() WHERE id = ANY($1::bigint[]) AND sent_at IS NULL', [[...new Set(rows)]]);
 }
 
 /**

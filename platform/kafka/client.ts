@@ -126,9 +126,10 @@ export async function createKafkaClient(config: Config, logger: Logger, options:
         // Not kafkajs' idempotent mode: it retries forever by default (a send would hang through a
         // broker outage while the relay holds its transaction), and when a failed batch is re-sent
         // with other contents its sequence numbers no longer line up (OUT_OF_ORDER_SEQUENCE_NUMBER).
-        // At-least-once comes from the outbox re-sending; one request in flight keeps per-key order.
+        // At-least-once comes from the outbox re-sending. The relay's lanes send side by side; a lane
+        // (and so every key) has one send in flight at a time, which keeps per-key order.
         idempotent: false,
-        maxInFlightRequests: 1,
+        maxInFlightRequests: 32,
         allowAutoTopicCreation: false,
         // Murmur2 like the Java client, so other consumers/producers agree on key → partition.
         createPartitioner: KafkaDefaultPartitioner,

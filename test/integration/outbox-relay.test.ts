@@ -1,10 +1,12 @@
 // The outbox end to end against real Postgres and a real Kafka broker: transactional writes, byte-exact publishing, and a broker outage.
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import type pg from 'pg';
 import { createOutboxRelay } from '../../consumers/relay/outbox-relay.ts';
 import type { OutboxRelay } from '../../consumers/relay/outbox-relay.ts';
-import { domainEvent, eventRow, itemEventKey, writeOutbox } from '../../domain/events/outbox.ts';
+import { LEGACY_LANE, domainEvent, eventRow, itemEventKey, writeOutbox } from '../../domain/events/outbox.ts';
+import { LANE_LOCK_SPACE } from '../../consumers/relay/lanes.ts';
 import type { Item } from '../../generated/client.ts';
 import type { OutboxRow } from '../../domain/events/outbox.ts';
 import { loadConfig } from '../../platform/config/config.ts';
@@ -198,6 +200,51 @@ describe('outbox relay', () => {
       const order = new Set(records.filter((r) => r.key === keyOf('ext-order')).map((r) => r.headers['event-id']));
       assert.deepEqual([...order], ids);
     } finally {
+      relay = createOutboxRelay({ orm, databaseUrl, kafka, logger, pollIntervalMs: 120_000, maxBackoffMs: 2000 });
+      await relay.start();
+    }
+  });
+
+  test('three relays share the lanes: each publishes some, every key keeps its order, and rows from before lanes go first', async () => {
+    await relay.stop();
+    const catalogs = Array.from({ length: 12 }, () => randomUUID());
+    const eventOf = (catalogId: string, externalId: string, i: number) => {
+      const event = domainEvent({ type: 'item.created', catalogId, resourceId: externalId, data: trickyItem(i, externalId) });
+      return eventRow(event, itemEventKey(catalogId, 'erp', externalId));
+    };
+    // Rows written before there were lanes: one an item, in the lane of their own.
+    const legacy = catalogs.map((catalogId, c) => eventOf(catalogId, 'ext-0', 2000 + c));
+    await writeInTransaction(legacy);
+    await db.query('UPDATE outbox SET lane = $1 WHERE event_ids && $2::uuid[]', [LEGACY_LANE, legacy.map((r) => r.eventId)]);
+    const relays = Array.from({ length: 3 }, () => createOutboxRelay({ orm, databaseUrl, kafka, logger, pollIntervalMs: 500, maxBackoffMs: 2000 }));
+    try {
+      for (const each of relays) await each.start();
+      // Each relay settles on its share of the 17 lanes (16 and the one from before lanes).
+      await waitUntil('the lanes to be shared', async () => {
+        const { rows } = await db.query(`SELECT count(*)::int AS lanes FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 2
+          AND classid = $1::int4::oid AND database = (SELECT oid FROM pg_database WHERE datname = current_database()) GROUP BY pid`, [LANE_LOCK_SPACE]);
+        return rows.length === 3 && rows.every((r: { lanes: number }) => r.lanes >= 5);
+      }, 60_000);
+      const written: OutboxRow[] = [];
+      for (let tx = 0; tx < 20; tx++) {
+        const rows = catalogs.flatMap((catalogId, c) => Array.from({ length: 5 }, (_, k) => eventOf(catalogId, `ext-${k}`, 3000 + tx * 100 + c * 5 + k)));
+        await writeInTransaction(rows);
+        written.push(...rows);
+      }
+      await waitUntil('every lane to drain', async () => (await unsentCount()) === 0, 60_000);
+      assert.ok(relays.every((each) => each.stats.published > 0), `every relay published: ${relays.map((each) => each.stats.published)}`);
+      const records = await readTopic(brokers, kafka.topic(TOPICS.events));
+      assertPublishedExactly(records, [...legacy, ...written]);
+      for (const catalogId of catalogs) {
+        for (let k = 0; k < 5; k++) {
+          const key = itemEventKey(catalogId, 'erp', `ext-${k}`);
+          const expected = [...legacy, ...written].filter((r) => r.key === key).map((r) => r.eventId);
+          const seen = [...new Set(records.filter((r) => r.key === key).map((r) => r.headers['event-id']))];
+          assert.deepEqual(seen, expected, `order of ${key}`);
+        }
+      }
+    } finally {
+      for (const each of relays) await each.stop();
       relay = createOutboxRelay({ orm, databaseUrl, kafka, logger, pollIntervalMs: 120_000, maxBackoffMs: 2000 });
       await relay.start();
     }

@@ -60,17 +60,16 @@ const uncaught: unknown[] = [];
 const recordUncaught = (error: unknown) => void uncaught.push(error);
 
 /**
- * Ends every backend of the service's database at a moment when the relay holds a pooled
- * connection in a transaction while it waits for Kafka (its claim was the last statement): a
- * connection checked out of a pool is the one pg leaves without an 'error' listener. Answers how
- * many backends were ended.
+ * Ends every backend of the service's database at a moment when one of its connections is
+ * checked out of a pool (running a statement, or inside a transaction): a checked-out connection
+ * is the one pg leaves without an 'error' listener. Answers how many backends were ended.
  */
 async function dropConnections(): Promise<number> {
   for (;;) {
     const { rows } = await admin.query<{ n: number }>(
       `SELECT count(*)::int AS n FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity
         WHERE datname = $1 AND pid <> pg_backend_pid() AND EXISTS (SELECT 1 FROM pg_stat_activity
-          WHERE datname = $1 AND state = 'idle in transaction' AND query LIKE '%FROM outbox%SKIP LOCKED%')) t`, [databaseName]);
+          WHERE datname = $1 AND pid <> pg_backend_pid() AND (state = 'idle in transaction' OR (state = 'active' AND query NOT LIKE 'LISTEN%')))) t`, [databaseName]);
     if (rows[0]!.n > 0) return rows[0]!.n;
   }
 }

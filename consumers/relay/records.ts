@@ -1,0 +1,60 @@
+// What the relay sends for a claim: its records as Kafka messages, in chunks the broker takes, and which failures refuse a record for good.
+import type { Message } from 'kafkajs';
+import { recordHeaders } from '../../domain/events/outbox.ts';
+import type { OutboxRecord } from '../../domain/events/outbox.ts';
+import { itemRecordOf } from '../../domain/items/changelog.ts';
+import { TOPICS } from '../../platform/kafka/topics.ts';
+
+// Kafka's default message.max.bytes (1 MB) caps one record batch, which kafkajs builds per
+// partition per send; staying under it in total per send keeps large events from wedging the relay.
+const MAX_SEND_BYTES = 900_000;
+
+// The broker's answers that refuse a record itself, whatever the retries: too large, or not a
+// valid record. Anything else (a broker away, a leader moving) is waited out and retried.
+const REFUSED_FOR_GOOD = new Set(['MESSAGE_TOO_LARGE', 'RECORD_LIST_TOO_LARGE', 'INVALID_RECORD', 'CORRUPT_MESSAGE', 'INVALID_TIMESTAMP']);
+
+/** The broker's error type when it refused the records for good; undefined for any other failure. */
+export function refusedForGood(error: unknown): string | undefined {
+  for (let e = error; e instanceof Error; e = (e as { cause?: unknown; originalError?: unknown }).cause ?? (e as { originalError?: unknown }).originalError) {
+    const type = (e as { type?: unknown }).type;
+    if (typeof type === 'string' && REFUSED_FOR_GOOD.has(type)) return type;
+  }
+  return undefined;
+}
+
+export function chunksBySize(rows: readonly OutboxRecord[]): OutboxRecord[][] {
+  const chunks: OutboxRecord[][] = [];
+  let current: OutboxRecord[] = [];
+  let bytes = 0;
+  for (const row of rows) {
+    // An item event's changelog record is at most its payload again; each of the two carries
+    // the five headers (about 170 bytes) and a record's framing.
+    const size = 2 * (Buffer.byteLength(row.payload) + Buffer.byteLength(row.key)) + 400;
+    if (current.length > 0 && bytes + size > MAX_SEND_BYTES) {
+      chunks.push(current);
+      current = [];
+      bytes = 0;
+    }
+    current.push(row);
+    bytes += size;
+  }
+  if (current.length > 0) chunks.push(current);
+  return chunks;
+}
+
+/**
+ * The record's messages, by topic: its own, and for an item event the item's changelog record
+ * (with the event's key and headers). Both are stamped with the time their change was written,
+ * not the publishing time (docs/design.md, "The item changelog").
+ */
+export function addMessages(byTopic: Map<string, Message[]>, row: OutboxRecord, topicOf: (logical: string) => string): void {
+  const add = (topic: string, message: Message) => {
+    const messages = byTopic.get(topic);
+    if (messages) messages.push(message);
+    else byTopic.set(topic, [message]);
+  };
+  const headers = recordHeaders(row);
+  add(topicOf(row.topic), { key: row.key, value: row.payload, headers, timestamp: row.committed_at });
+  const record = itemRecordOf(row);
+  if (record) add(topicOf(TOPICS.items), { key: row.key, value: record.value, headers, timestamp: row.committed_at });
+}
