@@ -78,8 +78,13 @@ function kafkajsLevel(pinoLevel: string): logLevel {
   }
 }
 
-// kafkajs' Runner says this at error level after every rebalance that dropped the member.
-const REJOINING = /re-joining the group/;
+// What kafkajs says at error level about faults it recovers from by itself: a member that a
+// rebalance left behind joins again; a consumer that lost its broker crashes and is restarted.
+const RECOVERING = [
+  /re-joining the group/,
+  /^Restarting the consumer in/,
+  /^Crash: \w+: (Connection error|Connection timeout|.*ECONNREFUSED|.*ECONNRESET|.*coordinator is (loading|not available)|.*not the correct coordinator|.*no leader)/,
+];
 
 /** kafkajs log entries → pino, one child logger per kafkajs namespace. */
 export function kafkajsLogCreator(logger: Logger) {
@@ -93,8 +98,7 @@ export function kafkajsLogCreator(logger: Logger) {
     // retry, dozens a minute in an outage; the operation that finally fails throws to its caller,
     // who logs it once with context.
     if (namespace === 'Connection' || namespace === 'BrokerPool') target = 'debug';
-    // A member that a rebalance left behind joins again by itself: a recovered fault, not an error.
-    else if (target === 'error' && REJOINING.test(message)) target = 'warn';
+    else if (target === 'error' && RECOVERING.some((pattern) => pattern.test(message))) target = 'warn';
     // A handler that failed because Postgres went away is run again by kafkajs: recovered, not an error.
     else if (target === 'error' && isConnectionError(error)) target = 'warn';
     base[target]({ namespace, ...fields }, message);

@@ -62,7 +62,17 @@ async function startApi(): Promise<ServiceProcess> {
   return started;
 }
 
-const startConsumers = (name: string) => startConsumersProcess({ file: FILE, databaseUrl, env: fleetEnv(), name, children });
+// Every consumers process's log, for what the faults made it say.
+const consumerLogs: string[] = [];
+
+async function startConsumers(name: string): Promise<ChildProcess> {
+  const child = await startConsumersProcess({ file: FILE, databaseUrl, env: fleetEnv(), name, children });
+  const at = consumerLogs.push('') - 1;
+  const keep = (chunk: Buffer) => { consumerLogs[at] += chunk.toString(); };
+  child.stdout!.on('data', keep);
+  child.stderr!.on('data', keep);
+  return child;
+}
 
 before(async () => {
   brokers = await broker.start();
@@ -205,6 +215,14 @@ test('2 api and 3 consumers processes through kills, dropped connections, a brok
     assert.equal(await count(`SELECT count(*)::int AS n FROM webhook_deliveries WHERE status = 'exhausted'`), 0, 'no delivery exhausted');
     await waitWhileProgressing('the outbox to drain', async () => await count('SELECT count(*)::int AS n FROM outbox WHERE sent_at IS NULL') === 0,
       () => count('SELECT count(*)::int AS n FROM outbox WHERE sent_at IS NULL'), STALL_MS);
+    const errors = consumerLogs.join('\n').split('\n').filter((line) => /"level":(50|60)/.test(line));
+    const kinds = new Map<string, number>();
+    for (const line of errors) {
+      const { component, msg } = JSON.parse(line) as { component?: string; msg?: string };
+      const kind = `${component}: ${String(msg).slice(0, 100)}`;
+      kinds.set(kind, (kinds.get(kind) ?? 0) + 1);
+    }
+    t.diagnostic(`${errors.length} error lines in the consumers' logs${[...kinds].map(([kind, n]) => `\n  ${n} × ${kind}`).join('')}`);
   } finally {
     await sql.end();
   }

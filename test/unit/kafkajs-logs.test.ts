@@ -31,12 +31,15 @@ test('a handler error is written as err with its type, message and cause, not [o
   assert.doesNotMatch(JSON.stringify(lines[0]), /\[object Object\]/);
 });
 
-test('a handler that failed because Postgres went away, and a member re-joining its group, are warnings', async () => {
+test('faults kafkajs or the service recover from are warnings: a handler that lost Postgres, a re-join, a consumer crashed by a lost broker and its restart', async () => {
   const { lines, log } = capture();
   const lost = Object.assign(new Error('Connection terminated unexpectedly'), { code: '57P01' });
   log(entry(logLevel.ERROR, 'Error when calling eachBatch', { error: lost }));
   log(entry(logLevel.ERROR, 'The group is rebalancing, re-joining the group', {}));
+  log(entry(logLevel.ERROR, 'Crash: KafkaJSNonRetriableError: Connection error: connect ECONNREFUSED 127.0.0.1:9092', { groupId: 'g' }));
+  log(entry(logLevel.ERROR, 'Restarting the consumer in 300ms', { groupId: 'g' }));
   log(entry(logLevel.ERROR, 'Error when calling eachBatch', { error: new Error('a bug') }));
+  log(entry(logLevel.ERROR, 'Crash: KafkaJSNonRetriableError: Topic authorization failed', { groupId: 'g' }));
   await new Promise((resolve) => setImmediate(resolve));
-  assert.deepEqual(lines.map((line) => line.level), [40, 40, 50]);
+  assert.deepEqual(lines.map((line) => line.level), [40, 40, 40, 40, 50, 50]);
 });
