@@ -10,7 +10,7 @@ import { withIdempotency } from './idempotency.ts';
 import { pathParameters, schemaErrors, uniqueDetails, unstorableRequestTexts, validationDetails } from './request-validation.ts';
 import { rateLimitHeaders, sendError, sendResult } from './respond.ts';
 import type { Logger } from '../log/logger.ts';
-import type { Handler, HandlerContext, Services } from './types.ts';
+import type { HandlerContext, ServedHandler, Services } from './types.ts';
 
 const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];
 
@@ -58,7 +58,7 @@ function queryObject(url: URL): Record<string, string | string[]> {
 
 export async function serveApi(
   services: Services,
-  handlers: ReadonlyMap<string, Handler>,
+  handlers: ReadonlyMap<string, ServedHandler>,
   req: IncomingMessage,
   res: ServerResponse,
   url: URL,
