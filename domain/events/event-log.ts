@@ -84,15 +84,15 @@ async function eventPage(db: Db, catalogId: string, filters: EventFilters, limit
   if (filters.resourceId) conditions.push(sql`e.payload::jsonb ->> 'resourceId' = ${filters.resourceId}`);
   const found: Array<{ event_id: string; payload: string }> = [];
   for (let rowsPerRound = FIRST_ROUND_ROWS; found.length <= limit; rowsPerRound = Math.min(rowsPerRound * 2, MAX_ROUND_ROWS)) {
-    const next = await query<{ id: string; first_event_id: string }>(db, sql`
+    const next = await query<{ id: string; first_event_id: string }>(db, 'events.next_rows', sql`
       SELECT id, first_event_id FROM outbox
        WHERE catalog_id = ${catalogId}::uuid AND first_event_id > ${position}::uuid ${end ? sql`AND first_event_id < ${end}::uuid` : sql``}
        ORDER BY first_event_id LIMIT ${rowsPerRound}`);
-    const holding = position === NO_ID ? [] : await query<{ id: string }>(db, sql`
+    const holding = position === NO_ID ? [] : await query<{ id: string }>(db, 'events.holding_rows', sql`
       SELECT o.id FROM outbox o WHERE o.catalog_id = ${catalogId}::uuid AND ${SPAN} @> ${position}::uuid`);
     const complete = next.length < rowsPerRound;
     const reached = next.at(-1)?.first_event_id;
-    const events = await query<{ event_id: string; payload: string }>(db, sql`
+    const events = await query<{ event_id: string; payload: string }>(db, 'events.page', sql`
       SELECT e.event_id, e.payload
         FROM outbox o, unnest(o.event_ids, o.payloads, o.types) AS e(event_id, payload, type)
        WHERE o.id = ANY(${[...next.map((r) => r.id), ...holding.map((r) => r.id)]}::bigint[])
@@ -109,7 +109,7 @@ async function eventPage(db: Db, catalogId: string, filters: EventFilters, limit
 
 /** One of the catalog's events, as delivered, or undefined. */
 async function findEvent(db: Db, catalogId: string, eventId: string): Promise<EventEnvelope | undefined> {
-  const [row] = await query<{ payload: string }>(db, sql`
+  const [row] = await query<{ payload: string }>(db, 'events.get', sql`
     SELECT e.payload FROM outbox o, unnest(o.event_ids, o.payloads) AS e(event_id, payload)
      WHERE o.catalog_id = ${catalogId}::uuid AND ${SPAN} @> ${eventId}::uuid
        AND e.event_id = ${eventId}::uuid`);

@@ -101,7 +101,7 @@ export function appendEventsCtes(select: SqlFragment): SqlFragment {
  * record's key and event id.
  */
 export async function appendRows(db: Db, select: SqlFragment): Promise<Array<{ key: string; eventId: string }>> {
-  const rows = await query<{ key: string; event_id: string }>(db, sql`
+  const rows = await query<{ key: string; event_id: string }>(db, 'outbox.append_rows', sql`
     WITH appended AS (
       ${insertRecords(sql`SELECT a.event_id, a.topic, a.key, a.payload, a.type, NULL::uuid, 0 FROM (${select}) AS a(event_id, topic, key, payload, type)`,
         sql`keys, event_ids`)}
@@ -185,7 +185,7 @@ export async function writeOutbox(db: Db, rows: readonly OutboxRow[], options: W
       ${rows.map((r) => r.key)}::text[], ${rows.map((r) => r.payload)}::text[], ${rows.map((r) => r.type ?? null)}::text[],
       ${rows.map((r) => r.catalogId ?? null)}::uuid[]) WITH ORDINALITY`, sql`1`);
   // The notification rides on the insert: one round trip, hot paths included.
-  await query(db, options.notify === false ? insert : sql`WITH written AS (${insert}) SELECT pg_notify(${OUTBOX_CHANNEL}::text, '')`);
+  await query(db, 'outbox.append_events', options.notify === false ? insert : sql`WITH written AS (${insert}) SELECT pg_notify(${OUTBOX_CHANNEL}::text, '')`);
 }
 
 /** An outbox record as the relay claims it, with the row it is part of. */
@@ -215,15 +215,15 @@ const RELAY_LOCK_KEY = 0x6f7574626f78;
  * keeps it safe should that lock ever be dropped. `more`: unsent rows were left for the next claim.
  */
 export async function claimOutbox(tx: Db, limit: number): Promise<{ records: OutboxRecord[]; more: boolean }> {
-  const [lock] = await query<{ locked: boolean }>(tx, 'SELECT pg_try_advisory_xact_lock($1) AS locked', [RELAY_LOCK_KEY]);
+  const [lock] = await query<{ locked: boolean }>(tx, 'outbox.relay_lock', 'SELECT pg_try_advisory_xact_lock($1) AS locked', [RELAY_LOCK_KEY]);
   if (!lock?.locked) return { records: [], more: false };
   // Chosen by reading, then locked: only the rows taken get a row lock (and its write).
-  const waiting = await query<{ id: string; running: string }>(tx,
+  const waiting = await query<{ id: string; running: string }>(tx, 'outbox.claim_rows',
     `SELECT id, sum(size) OVER (ORDER BY id) AS running
        FROM (SELECT id, size FROM outbox WHERE sent_at IS NULL ORDER BY id LIMIT $1) AS w`, [limit]);
   const taken = waiting.filter((row, i) => i === 0 || Number(row.running) <= limit).map((row) => row.id);
   if (taken.length === 0) return { records: [], more: false };
-  const records = await query<OutboxRecord>(tx,
+  const records = await query<OutboxRecord>(tx, 'outbox.claim_records',
     `SELECT o.id AS row, e.event_id, o.topic, e.key, e.payload, e.type, o.catalog_id,
             floor(extract(epoch FROM o.created_at) * 1000)::bigint::text AS committed_at
        FROM outbox o, unnest(o.event_ids, o.keys, o.payloads, o.types) WITH ORDINALITY AS e(event_id, key, payload, type, ord)
@@ -236,7 +236,7 @@ export async function claimOutbox(tx: Db, limit: number): Promise<{ records: Out
  * waits); and how many the broker refused for good wait parked (domain/events/parked.ts).
  */
 export async function outboxBacklog(db: Db): Promise<{ pending: number; lagSeconds: number; parked: number }> {
-  const [row] = await query<{ pending: string; lag: number; parked: number }>(db,
+  const [row] = await query<{ pending: string; lag: number; parked: number }>(db, 'outbox.backlog',
     `SELECT coalesce(sum(size), 0) AS pending, coalesce(extract(epoch FROM now() - min(created_at)), 0)::float8 AS lag,
         (SELECT count(*)::int FROM outbox_parked WHERE resent_at IS NULL) AS parked
        FROM outbox WHERE sent_at IS NULL`);
@@ -245,7 +245,7 @@ export async function outboxBacklog(db: Db): Promise<{ pending: number; lagSecon
 
 /** Marks the outbox rows `rows` (OutboxRecord.row) sent. */
 export async function markOutboxSent(tx: Db, rows: readonly string[]): Promise<void> {
-  await query(tx, 'UPDATE outbox SET sent_at = now() WHERE id = ANY($1::bigint[])', [[...new Set(rows)]]);
+  await query(tx, 'outbox.mark_sent', 'UPDATE outbox SET sent_at = now() WHERE id = ANY($1::bigint[])', [[...new Set(rows)]]);
 }
 
 /**
@@ -253,7 +253,7 @@ export async function markOutboxSent(tx: Db, rows: readonly string[]): Promise<v
  * work messages sent before `cutoff.others`; returns how many.
  */
 export async function deleteSentOutbox(db: Db, cutoff: { events: Date; others: Date }, limit: number): Promise<number> {
-  const [row] = await query<{ deleted: string }>(db,
+  const [row] = await query<{ deleted: string }>(db, 'outbox.delete_sent',
     `WITH gone AS (DELETE FROM outbox WHERE id IN (
        SELECT id FROM outbox WHERE sent_at < CASE WHEN catalog_id IS NULL THEN $2::timestamptz ELSE $1::timestamptz END
         ORDER BY id LIMIT $3) RETURNING 1)

@@ -54,7 +54,7 @@ type Check = 'ok' | 'error';
 // The contract's Readiness names each check `ok` or `error`: a dependency that refuses and one
 // that does not answer in time are the same to a load balancer.
 async function readiness(services: Services): Promise<{ database: Check; kafka: Check }> {
-  const database = timeout<Check>(query(services.orm.em, 'SELECT 1').then(() => 'ok', () => 'error'), 2000, 'error');
+  const database = timeout<Check>(query(services.orm.em, 'readiness.ping', 'SELECT 1').then(() => 'ok', () => 'error'), 2000, 'error');
   const kafka = timeout<Check>(services.kafkaReachable().then((ok) => (ok ? 'ok' : 'error'), () => 'error'), 3000, 'error');
   return { database: await database, kafka: await kafka };
 }
