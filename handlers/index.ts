@@ -1,4 +1,4 @@
-// operationId → handler. Start-up fails when this map and the contract disagree.
+// operationId → handler: tsc refuses a map that is not exactly the contract's operations (Handlers), and start-up checks it again.
 import type { Contract } from '../platform/http/contract.ts';
 import type { ServedHandler } from '../platform/http/types.ts';
 import { PLATFORM_OPERATIONS } from './handler.ts';
