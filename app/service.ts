@@ -4,6 +4,7 @@ import { singleMachineSettings } from '../platform/config/config.ts';
 import type { Config } from '../platform/config/config.ts';
 import { analyseOnceFilled } from '../platform/db/first-statistics.ts';
 import { openDatabase } from '../platform/db/orm.ts';
+import { observeStatements } from '../platform/db/sql.ts';
 import type { Services } from '../platform/http/types.ts';
 import { createOutboxRelay } from '../consumers/relay/outbox-relay.ts';
 import { startWebhookWorkers } from '../consumers/webhooks/index.ts';
@@ -77,6 +78,12 @@ export async function startService(config: Config, logger: Logger = createLogger
     const storage = createStorage(config);
     // One registry per process: the API serves it, the consumers count into it.
     const metrics = createMetrics({ outboxBacklog: () => outboxBacklog(orm.em.fork()) });
+    // Each statement's time by name in /metrics and, at LOG_LEVEL=debug, in the log.
+    const logStatements = logger.isLevelEnabled('debug');
+    observeStatements(orm, (statement, seconds) => {
+      metrics.statementDuration.observe({ statement }, seconds);
+      if (logStatements) logger.debug({ statement, ms: Math.round(seconds * 1e6) / 1e3 }, 'statement');
+    });
     const services: Services | undefined = api && {
       config, logger, orm, storage, countKey: keyCounter(orm.em), contract: api.contract, metrics, kafkaReachable: () => kafka.ping(2000),
     };

@@ -1,6 +1,8 @@
-// operationId → handler. Start-up fails when this map and the contract disagree.
+// operationId → handler: tsc refuses a map that is not exactly the contract's operations (Handlers), and start-up checks it again.
 import type { Contract } from '../platform/http/contract.ts';
-import type { Handler } from '../platform/http/types.ts';
+import type { ServedHandler } from '../platform/http/types.ts';
+import { PLATFORM_OPERATIONS } from './handler.ts';
+import type { Handlers } from './handler.ts';
 import { listParkedRecords } from './admin/list-parked-records.ts';
 import { resendParkedRecord } from './admin/resend-parked-record.ts';
 import { getEvent } from './events/get-event.ts';
@@ -38,7 +40,7 @@ import { listWebhookDeliveries } from './webhooks/list-webhook-deliveries.ts';
 import { getWebhookDelivery } from './webhooks/get-webhook-delivery.ts';
 import { retryWebhookDelivery } from './webhooks/retry-webhook-delivery.ts';
 
-export const handlers: Readonly<Record<string, Handler>> = Object.freeze({
+export const handlers: Handlers = Object.freeze({
   getOpenApi,
   getAsyncApi,
   // items
@@ -82,17 +84,14 @@ export const handlers: Readonly<Record<string, Handler>> = Object.freeze({
   // admin
   listParkedRecords,
   resendParkedRecord,
-});
+} satisfies Handlers);
 
-/** Operations outside the API prefix, served by the platform rather than by handlers. */
-export const PLATFORM_OPERATIONS: ReadonlySet<string> = new Set([
-  'getHealth', 'getReadiness', 'getMetrics', 'getDocs', 'uploadImportFile', 'downloadStoredObject', 'headStoredObject',
-]);
+const platformOperations: ReadonlySet<string> = new Set(PLATFORM_OPERATIONS);
 
 /** The handler map for the contract; throws when an operation lacks a handler or vice versa. */
-export function bindHandlers(contract: Contract): Map<string, Handler> {
+export function bindHandlers(contract: Contract): Map<string, ServedHandler> {
   const operations = contract.backend.router.getOperations().map((op) => op.operationId ?? `${op.method} ${op.path}`);
-  const missing = operations.filter((id) => !(id in handlers) && !PLATFORM_OPERATIONS.has(id));
+  const missing = operations.filter((id) => !(id in handlers) && !platformOperations.has(id));
   const extra = Object.keys(handlers).filter((id) => !operations.includes(id));
   if (missing.length > 0 || extra.length > 0) {
     throw new Error(
@@ -100,5 +99,7 @@ export function bindHandlers(contract: Contract): Map<string, Handler> {
       `${missing.length > 0 && extra.length > 0 ? '; ' : ''}${extra.length > 0 ? `not in the contract: ${extra.join(', ')}` : ''}`,
     );
   }
-  return new Map(Object.entries(handlers));
+  // The one place a handler's operation types are erased: the pipeline validates every request
+  // against the contract before it calls the handler, which is what makes those types true.
+  return new Map(Object.entries(handlers) as [string, ServedHandler][]);
 }

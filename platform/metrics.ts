@@ -10,6 +10,8 @@ export interface Metrics {
   readonly importLines: Counter<'outcome'>;
   /** Webhook delivery attempts, by outcome: succeeded, failed (another attempt follows), exhausted. */
   readonly deliveryAttempts: Counter<'outcome'>;
+  /** Time of each database statement run through `query`, by its name (platform/db/sql.ts). */
+  readonly statementDuration: Histogram<'statement'>;
 }
 
 /** The events the outbox holds that the relay has not published yet. */
@@ -55,6 +57,13 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
     labelNames: ['outcome'] as const,
     registers: [registry],
   });
+  const statementDuration = new Histogram({
+    name: 'catalog_db_statement_duration_seconds',
+    help: 'Time of each database statement, from sending it to its last row, by statement name ("unnamed" for those without one).',
+    labelNames: ['statement'] as const,
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+    registers: [registry],
+  });
   const backlog = options.outboxBacklog;
   if (backlog) {
     // The series come from one reading, taken by whichever is collected first.
@@ -78,5 +87,5 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
       });
     }
   }
-  return { registry, requests, duration, importLines, deliveryAttempts };
+  return { registry, requests, duration, importLines, deliveryAttempts, statementDuration };
 }

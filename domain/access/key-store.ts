@@ -119,7 +119,7 @@ function authenticateStatement(keyHash: string, now: number, requests: number) {
 export function keyCounter(db: Db): (token: string) => Promise<CountedKey | undefined> {
   const count = groupCommit<null, CountedKey | undefined>(async (keyHash, group) => {
     const now = Date.now() / 1000;
-    const [row] = await query<AuthRow>(db, authenticateStatement(keyHash, now, group.length));
+    const [row] = await query<AuthRow>(db, 'access.authenticate_keys', authenticateStatement(keyHash, now, group.length));
     if (!row || row.revoked) return group.map(() => undefined);
     const auth: Auth = { keyId: row.key_id, catalogId: row.catalog_id, scopes: row.scopes, tier: row.tier };
     return rateLimitStates(row as AuthRow & CounterRow, row.rate_limit, now, group.length).map((rateLimit) => ({ auth, rateLimit }));

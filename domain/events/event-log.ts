@@ -1,4 +1,5 @@
 // The event log as the API reads it (GET /events, GET /events/{id}): the catalog's events within the retention period, as delivered.
+import type { EventEnvelope, EventList } from '../../generated/client.ts';
 import { query, sql } from '../../platform/db/sql.ts';
 import type { Db } from '../../platform/db/sql.ts';
 import { notFound } from '../../platform/errors.ts';
@@ -18,7 +19,7 @@ export interface EventQuery {
 const isoBound = (time: string | undefined) => (time === undefined ? undefined : new Date(time).toISOString());
 
 /** Oldest first; a cursor and `after` both mean "after that event", the later of the two wins. */
-export async function listEvents(db: Db, catalogId: string, request: EventQuery): Promise<{ events: object[]; nextCursor: string | null }> {
+export async function listEvents(db: Db, catalogId: string, request: EventQuery): Promise<EventList> {
   const fromCursor = request.cursor === undefined ? undefined : decodeIdCursor(request.cursor);
   const after = [fromCursor, request.after?.toLowerCase()].filter((id): id is string => id !== undefined).sort().at(-1);
   const page = await eventPage(db, catalogId, {
@@ -27,7 +28,7 @@ export async function listEvents(db: Db, catalogId: string, request: EventQuery)
   return { events: page.events, nextCursor: page.more && page.last !== undefined ? encodeIdCursor(page.last) : null };
 }
 
-export async function getEvent(db: Db, catalogId: string, eventId: string): Promise<object> {
+export async function getEvent(db: Db, catalogId: string, eventId: string): Promise<EventEnvelope> {
   const event = await findEvent(db, catalogId, eventId.toLowerCase());
   if (!event) throw notFound('Event');
   return event;
@@ -66,7 +67,7 @@ const MAX_ROUND_ROWS = 1000;
  * id. Every event up to the n-th row's first id is then among them: any other row starts after
  * it. So those events are final, and a round that finds enough of them ends the page.
  */
-async function eventPage(db: Db, catalogId: string, filters: EventFilters, limit: number): Promise<{ events: object[]; last: string | undefined; more: boolean }> {
+async function eventPage(db: Db, catalogId: string, filters: EventFilters, limit: number): Promise<{ events: EventEnvelope[]; last: string | undefined; more: boolean }> {
   const conditions = [sql`true`];
   let position = filters.after ?? NO_ID;
   let end: string | undefined;
@@ -83,15 +84,15 @@ async function eventPage(db: Db, catalogId: string, filters: EventFilters, limit
   if (filters.resourceId) conditions.push(sql`e.payload::jsonb ->> 'resourceId' = ${filters.resourceId}`);
   const found: Array<{ event_id: string; payload: string }> = [];
   for (let rowsPerRound = FIRST_ROUND_ROWS; found.length <= limit; rowsPerRound = Math.min(rowsPerRound * 2, MAX_ROUND_ROWS)) {
-    const next = await query<{ id: string; first_event_id: string }>(db, sql`
+    const next = await query<{ id: string; first_event_id: string }>(db, 'events.next_rows', sql`
       SELECT id, first_event_id FROM outbox
        WHERE catalog_id = ${catalogId}::uuid AND first_event_id > ${position}::uuid ${end ? sql`AND first_event_id < ${end}::uuid` : sql``}
        ORDER BY first_event_id LIMIT ${rowsPerRound}`);
-    const holding = position === NO_ID ? [] : await query<{ id: string }>(db, sql`
+    const holding = position === NO_ID ? [] : await query<{ id: string }>(db, 'events.holding_rows', sql`
       SELECT o.id FROM outbox o WHERE o.catalog_id = ${catalogId}::uuid AND ${SPAN} @> ${position}::uuid`);
     const complete = next.length < rowsPerRound;
     const reached = next.at(-1)?.first_event_id;
-    const events = await query<{ event_id: string; payload: string }>(db, sql`
+    const events = await query<{ event_id: string; payload: string }>(db, 'events.page', sql`
       SELECT e.event_id, e.payload
         FROM outbox o, unnest(o.event_ids, o.payloads, o.types) AS e(event_id, payload, type)
        WHERE o.id = ANY(${[...next.map((r) => r.id), ...holding.map((r) => r.id)]}::bigint[])
@@ -103,14 +104,14 @@ async function eventPage(db: Db, catalogId: string, filters: EventFilters, limit
     position = reached!;
   }
   const shown = found.slice(0, limit);
-  return { events: shown.map((row) => JSON.parse(row.payload) as object), last: shown.at(-1)?.event_id, more: found.length > limit };
+  return { events: shown.map((row) => JSON.parse(row.payload) as EventEnvelope), last: shown.at(-1)?.event_id, more: found.length > limit };
 }
 
 /** One of the catalog's events, as delivered, or undefined. */
-async function findEvent(db: Db, catalogId: string, eventId: string): Promise<object | undefined> {
-  const [row] = await query<{ payload: string }>(db, sql`
+async function findEvent(db: Db, catalogId: string, eventId: string): Promise<EventEnvelope | undefined> {
+  const [row] = await query<{ payload: string }>(db, 'events.get', sql`
     SELECT e.payload FROM outbox o, unnest(o.event_ids, o.payloads) AS e(event_id, payload)
      WHERE o.catalog_id = ${catalogId}::uuid AND ${SPAN} @> ${eventId}::uuid
        AND e.event_id = ${eventId}::uuid`);
-  return row && JSON.parse(row.payload) as object;
+  return row && JSON.parse(row.payload) as EventEnvelope;
 }

@@ -116,7 +116,7 @@ export function appendEventsCtes(select: SqlFragment): SqlFragment {
  * record's key and event id.
  */
 export async function appendRows(db: Db, select: SqlFragment): Promise<Array<{ key: string; eventId: string }>> {
-  const rows = await query<{ key: string; event_id: string }>(db, sql`
+  const rows = await query<{ key: string; event_id: string }>(db, 'outbox.append_rows', sql`
     WITH appended AS (
       ${insertRecords(sql`SELECT a.event_id, a.topic, a.key, a.payload, a.type, NULL::uuid, 0 FROM (${select}) AS a(event_id, topic, key, payload, type)`,
         sql`keys, event_ids`)}
@@ -200,7 +200,7 @@ export async function writeOutbox(db: Db, rows: readonly OutboxRow[], options: W
       ${rows.map((r) => r.key)}::text[], ${rows.map((r) => r.payload)}::text[], ${rows.map((r) => r.type ?? null)}::text[],
       ${rows.map((r) => r.catalogId ?? null)}::uuid[]) WITH ORDINALITY`, sql`1`);
   // The notification rides on the insert: one round trip, hot paths included.
-  await query(db, options.notify === false ? insert : sql`WITH written AS (${insert}) SELECT pg_notify(${OUTBOX_CHANNEL}::text, '')`);
+  await query(db, 'outbox.append_events', options.notify === false ? insert : sql`WITH written AS (${insert}) SELECT pg_notify(${OUTBOX_CHANNEL}::text, '')`);
 }
 
 /** An outbox record as the relay claims it, with the row it is part of. */
@@ -229,7 +229,7 @@ export interface OutboxRecord {
  */
 export async function claimOutbox(db: Db, lanes: readonly number[], limit: number): Promise<{ records: OutboxRecord[]; more: boolean }> {
   if (lanes.length === 0) return { records: [], more: false };
-  const waiting = await query<{ id: string; lane: number; running: string }>(db,
+  const waiting = await query<{ id: string; lane: number; running: string }>(db, 'outbox.claim_rows',
     `SELECT w.id, w.lane, sum(w.size) OVER (PARTITION BY w.lane ORDER BY w.id) AS running
        FROM unnest($1::smallint[]) AS l(lane),
             LATERAL (SELECT id, lane, size FROM outbox WHERE sent_at IS NULL AND lane = l.lane ORDER BY id LIMIT $2) AS w
@@ -242,7 +242,7 @@ export async function claimOutbox(db: Db, lanes: readonly number[], limit: numbe
     return before === 0 || Number(row.running) <= limit;
   }).map((row) => row.id);
   if (taken.length === 0) return { records: [], more: false };
-  const records = await query<OutboxRecord>(db,
+  const records = await query<OutboxRecord>(db, 'outbox.claim_records',
     `SELECT o.id AS row, o.lane, e.event_id, o.topic, e.key, e.payload, e.type, o.catalog_id,
             floor(extract(epoch FROM o.created_at) * 1000)::bigint::text AS committed_at
        FROM outbox o, unnest(o.event_ids, o.keys, o.payloads, o.types) WITH ORDINALITY AS e(event_id, key, payload, type, ord)
@@ -255,7 +255,7 @@ export async function claimOutbox(db: Db, lanes: readonly number[], limit: numbe
  * waits); and how many the broker refused for good wait parked (domain/events/parked.ts).
  */
 export async function outboxBacklog(db: Db): Promise<{ pending: number; lagSeconds: number; parked: number }> {
-  const [row] = await query<{ pending: string; lag: number; parked: number }>(db,
+  const [row] = await query<{ pending: string; lag: number; parked: number }>(db, 'outbox.backlog',
     `SELECT coalesce(sum(size), 0) AS pending, coalesce(extract(epoch FROM now() - min(created_at)), 0)::float8 AS lag,
         (SELECT count(*)::int FROM outbox_parked WHERE resent_at IS NULL) AS parked
        FROM outbox WHERE sent_at IS NULL`);
@@ -264,7 +264,7 @@ export async function outboxBacklog(db: Db): Promise<{ pending: number; lagSecon
 
 /** Marks the outbox rows `rows` (OutboxRecord.row) sent. */
 export async function markOutboxSent(db: Db, rows: readonly string[]): Promise<void> {
-  await query(db, 'UPDATE outbox SET sent_at = now() WHERE id = ANY($1::bigint[]) AND sent_at IS NULL', [[...new Set(rows)]]);
+  await query(db, 'outbox.mark_sent', 'UPDATE outbox SET sent_at = now() WHERE id = ANY($1::bigint[]) AND sent_at IS NULL', [[...new Set(rows)]]);
 }
 
 /**
@@ -272,7 +272,7 @@ export async function markOutboxSent(db: Db, rows: readonly string[]): Promise<v
  * work messages sent before `cutoff.others`; returns how many.
  */
 export async function deleteSentOutbox(db: Db, cutoff: { events: Date; others: Date }, limit: number): Promise<number> {
-  const [row] = await query<{ deleted: string }>(db,
+  const [row] = await query<{ deleted: string }>(db, 'outbox.delete_sent',
     `WITH gone AS (DELETE FROM outbox WHERE id IN (
        SELECT id FROM outbox WHERE sent_at < CASE WHEN catalog_id IS NULL THEN $2::timestamptz ELSE $1::timestamptz END
         ORDER BY id LIMIT $3) RETURNING 1)

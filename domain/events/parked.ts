@@ -36,7 +36,7 @@ export interface Refusal {
 export async function parkRecords(tx: Db, refused: readonly Refusal[]): Promise<void> {
   if (refused.length === 0) return;
   const column = <T>(pick: (refusal: Refusal) => T) => refused.map(pick);
-  await query(tx, `INSERT INTO outbox_parked (id, event_id, topic, key, payload, type, catalog_id, reason, error_type, byte_size)
+  await query(tx, 'parked.park', `INSERT INTO outbox_parked (id, event_id, topic, key, payload, type, catalog_id, reason, error_type, byte_size)
     SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::text[], $7::uuid[], $8::text[], $9::text[], $10::int[])`, [
     column(() => newId()), column((r) => r.record.event_id), column((r) => r.record.topic), column((r) => r.record.key),
     column((r) => r.record.payload), column((r) => r.record.type), column((r) => r.record.catalog_id), column((r) => r.reason.slice(0, 2000)),
@@ -65,7 +65,7 @@ export interface ParkedQuery {
 
 /** Parked records, oldest first, a page at a time. */
 export async function listParked(db: Db, options: ParkedQuery): Promise<{ records: ParkedRecord[]; nextCursor: string | null }> {
-  const rows = await query<ParkedRow>(db, sql`
+  const rows = await query<ParkedRow>(db, 'parked.list', sql`
     SELECT id, event_id, topic, key, type, catalog_id, error_type, reason, byte_size, ${sql.raw(isoTime('parked_at'))} AS parked_at,
       CASE WHEN resent_at IS NULL THEN NULL ELSE ${sql.raw(isoTime('resent_at'))} END AS resent_at, parked_at::text AS parked_at_text
       FROM outbox_parked
@@ -79,7 +79,7 @@ export async function listParked(db: Db, options: ParkedQuery): Promise<{ record
 
 /** How many records wait parked (not re-sent). */
 export async function parkedCount(db: Db): Promise<number> {
-  const [row] = await query<{ n: number }>(db, 'SELECT count(*)::int AS n FROM outbox_parked WHERE resent_at IS NULL');
+  const [row] = await query<{ n: number }>(db, 'parked.count', 'SELECT count(*)::int AS n FROM outbox_parked WHERE resent_at IS NULL');
   return row?.n ?? 0;
 }
 
@@ -90,7 +90,7 @@ export async function parkedCount(db: Db): Promise<number> {
  */
 export async function resendParked(db: Db, selection: { ids?: readonly string[]; catalogId?: string }): Promise<ParkedRecord[]> {
   return db.transactional(async (tx) => {
-    const rows = await query<ParkedRow & { payload: string }>(tx, sql`
+    const rows = await query<ParkedRow & { payload: string }>(tx, 'parked.resend', sql`
       UPDATE outbox_parked SET resent_at = now()
        WHERE resent_at IS NULL
          AND (${selection.ids === undefined} OR id = ANY(${selection.ids ?? []}::uuid[]))
@@ -110,7 +110,7 @@ export async function resendParked(db: Db, selection: { ids?: readonly string[];
 export async function resendParkedRecord(db: Db, id: string): Promise<ParkedRecord> {
   const [resent] = isId(id) ? await resendParked(db, { ids: [id.toLowerCase()] }) : [];
   if (resent) return resent;
-  const [known] = isId(id) ? await query<{ resent_at: string | null }>(db, 'SELECT resent_at::text FROM outbox_parked WHERE id = $1', [id.toLowerCase()]) : [];
+  const [known] = isId(id) ? await query<{ resent_at: string | null }>(db, 'parked.resent_at', 'SELECT resent_at::text FROM outbox_parked WHERE id = $1', [id.toLowerCase()]) : [];
   if (!known) throw notFound(`Parked record "${id}"`);
   throw conflict(`Parked record "${id}" was re-sent already, at ${known.resent_at}.`);
 }

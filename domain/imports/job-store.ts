@@ -182,7 +182,7 @@ export async function lapsedUploadJobs(tx: Db): Promise<JobRow[]> {
  */
 export async function resumableJobIds(db: Db, queuedGraceSeconds: number, limit: number): Promise<string[]> {
   if (limit <= 0) return [];
-  const rows = await query<{ id: string }>(db, `SELECT id FROM (
+  const rows = await query<{ id: string }>(db, 'imports.resumable_jobs', `SELECT id FROM (
       SELECT id, status, queued_at, created_at, row_number() OVER (PARTITION BY catalog_id ORDER BY created_at) AS turn
       FROM import_jobs
       WHERE status = 'processing' OR (status = 'queued' AND queued_at < now() - make_interval(secs => $1))) j

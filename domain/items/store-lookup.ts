@@ -140,20 +140,20 @@ export async function lookup(db: Db, catalogId: string, items: readonly Normaliz
   const nameKeyOf = (named: { name: string } | null) => (named ? nameKey(named.name) : null);
   if (items.length === 1) {
     const item = items[0]!;
-    const [row] = await query<LookupOneRow>(db, LOOKUP_ONE,
+    const [row] = await query<LookupOneRow>(db, 'items.lookup_one', LOOKUP_ONE,
       [catalogId, item.externalSystem, item.externalId, item.sku, nameKeyOf(item.category), nameKeyOf(item.brand)]);
     if (row) addFound(result, item, row);
     return result;
   }
   if (stored) {
     const column = (pick: (item: NormalizedItem) => string | null) => items.map(pick);
-    const rows = await query<LookupOneRow & { ord: string }>(db, LOOKUP_MANY, [catalogId, column((i) => i.externalSystem),
+    const rows = await query<LookupOneRow & { ord: string }>(db, 'items.lookup_many', LOOKUP_MANY, [catalogId, column((i) => i.externalSystem),
       column((i) => i.externalId), column((i) => i.contentHash), column((i) => i.sku), column((i) => nameKeyOf(i.category)),
       column((i) => nameKeyOf(i.brand)), items.length]);
     for (const row of rows) addFound(result, items[Number(row.ord) - 1]!, row);
     return result;
   }
-  const found = await query<{ ord: string; id: string; h: string; k: string | null; m: boolean }>(db, LOOKUP_ITEMS,
+  const found = await query<{ ord: string; id: string; h: string; k: string | null; m: boolean }>(db, 'items.lookup_items', LOOKUP_ITEMS,
     [catalogId, items.map((i) => i.externalSystem), items.map((i) => i.externalId)]);
   const unchanged = new Set<NormalizedItem>();
   for (const row of found) {
@@ -167,7 +167,7 @@ export async function lookup(db: Db, catalogId: string, items: readonly Normaliz
   if (writing.length === 0) return result;
   const skus = [...new Set(writing.flatMap((i) => (i.sku === null ? [] : [i.sku])))];
   const names = (named: 'category' | 'brand') => [...new Set(writing.flatMap((i) => (i[named] ? [nameKey(i[named].name)] : [])))];
-  const rows = await query<LookupRow>(db, LOOKUP_NAMES, [catalogId, skus, names('category'), names('brand')]);
+  const rows = await query<LookupRow>(db, 'items.lookup_names', LOOKUP_NAMES, [catalogId, skus, names('category'), names('brand')]);
   for (const row of rows) {
     if (row.kind === 'category') result.categories.set(row.k!, row.id);
     else if (row.kind === 'brand') result.brands.set(row.k!, row.id);

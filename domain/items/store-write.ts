@@ -171,7 +171,7 @@ function writeStatement(catalogId: string, input: WriteInput, stored: boolean, r
  * category first spelled otherwise keeps that spelling).
  */
 export async function writeItems(db: Db, catalogId: string, input: WriteInput, stored: boolean): Promise<WrittenRow[]> {
-  return query<WrittenRow>(db, writeStatement(catalogId, input, stored));
+  return query<WrittenRow>(db, 'items.write', writeStatement(catalogId, input, stored));
 }
 
 /**
@@ -179,7 +179,7 @@ export async function writeItems(db: Db, catalogId: string, input: WriteInput, s
  * not (no row from its gate), nothing was written.
  */
 export async function writeItemsWithRider(db: Db, catalogId: string, input: WriteInput, rider: WriteRider): Promise<{ rows: WrittenRow[]; applied: boolean }> {
-  const rows = await query<WrittenRow & { applied: string | null }>(db, writeStatement(catalogId, input, false, rider));
+  const rows = await query<WrittenRow & { applied: string | null }>(db, 'items.write_with_batch_record', writeStatement(catalogId, input, false, rider));
   // One row is the rider's: it alone has `applied` (a count); the others are the rows written.
   const trailer = rows.find((row) => row.applied !== null);
   return { rows: rows.filter((row) => row !== trailer), applied: Number(trailer?.applied ?? 0) > 0 };

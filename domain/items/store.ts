@@ -18,7 +18,7 @@ const GET_ITEM = prepared(`${ITEM_SELECT} WHERE i.catalog_id = $1 AND i.external
 
 /** The item with this identity in the catalog. */
 export async function itemRow(db: Db, catalogId: string, externalSystem: string, externalId: string): Promise<ItemRow | undefined> {
-  const [row] = await query<ItemRow>(db, GET_ITEM, [catalogId, externalSystem, externalId]);
+  const [row] = await query<ItemRow>(db, 'items.get', GET_ITEM, [catalogId, externalSystem, externalId]);
   return row;
 }
 
@@ -49,7 +49,7 @@ export async function listItemRows(db: Db, catalogId: string, where: ItemConditi
   const conditions = conditionsOf(catalogId, where);
   // The last row's exact (updated_at, id): pages never skip or repeat a row.
   if (page.cursor) conditions.push(afterCursor(page.cursor, sql`i.updated_at, i.id`, 'asc'));
-  const rows = await query<ItemRow>(db,
+  const rows = await query<ItemRow>(db, 'items.list',
     sql`${SELECT} WHERE ${sql.join(conditions, sql` AND `)} ORDER BY i.updated_at, i.id LIMIT ${page.limit + 1}`);
   return keysetPage(rows, page.limit, (row) => encodeCursor({ at: row.updated_at_text, id: row.id }));
 }
@@ -70,7 +70,7 @@ const DELETED_ITEM = sql.raw(itemJson('c.name', 'b.name'));
 export async function deleteItemRow(db: Db, catalogId: string, externalSystem: string, externalId: string): Promise<{ item: string } | undefined> {
   // The record is read from the row the DELETE removes (media_assets, categories and brands
   // stay), so it is the state the delete ended, whatever wrote just before.
-  const [row] = await query<{ item: string }>(db, sql`
+  const [row] = await query<{ item: string }>(db, 'items.delete', sql`
     WITH i AS (DELETE FROM items WHERE catalog_id = ${catalogId}::uuid AND external_system = ${externalSystem}
                  AND external_id = ${externalId} RETURNING *)
     SELECT ${DELETED_ITEM} AS item FROM i LEFT JOIN categories c ON c.id = i.category_id LEFT JOIN brands b ON b.id = i.brand_id`);
@@ -91,7 +91,7 @@ const BY_FINGERPRINT = prepared(`
  * wrote its item, so upserting it again would find it unchanged.
  */
 export async function itemsByFingerprint(db: Db, catalogId: string, fingerprints: ReadonlyArray<string | undefined>): Promise<Map<number, string>> {
-  const rows = await query<{ ord: string; s: string; e: string }>(db, BY_FINGERPRINT, [catalogId, fingerprints.map((f) => f ?? null)]);
+  const rows = await query<{ ord: string; s: string; e: string }>(db, 'items.by_fingerprint', BY_FINGERPRINT, [catalogId, fingerprints.map((f) => f ?? null)]);
   return new Map(rows.map((row) => [Number(row.ord) - 1, identityKey(row.s, row.e)]));
 }
 
@@ -108,7 +108,7 @@ export interface ItemStock {
 
 /** The item's stock, or undefined when the catalog has no item with this identity. */
 export async function itemStock(db: Db, catalogId: string, externalSystem: string, externalId: string): Promise<ItemStock | undefined> {
-  const [row] = await query<{ id: string; track_stock: boolean; on_hand: number }>(db,
+  const [row] = await query<{ id: string; track_stock: boolean; on_hand: number }>(db, 'items.stock',
     'SELECT id, track_stock, on_hand FROM items WHERE catalog_id = $1 AND external_system = $2 AND external_id = $3',
     [catalogId, externalSystem, externalId]);
   return row && { id: row.id, trackStock: row.track_stock, onHand: row.on_hand };
@@ -121,7 +121,7 @@ export async function itemStock(db: Db, catalogId: string, externalSystem: strin
  * concurrent adjustments take turns and each sees the total of those before it.
  */
 export async function adjustOnHand(db: Db, catalogId: string, externalSystem: string, externalId: string, quantity: number): Promise<{ id: string; sku: string | null; onHand: number } | undefined> {
-  const [row] = await query<{ id: string; sku: string | null; on_hand: number }>(db,
+  const [row] = await query<{ id: string; sku: string | null; on_hand: number }>(db, 'items.adjust_on_hand',
     `UPDATE items SET on_hand = on_hand + $1
      WHERE catalog_id = $2 AND external_system = $3 AND external_id = $4 AND track_stock
        AND on_hand::bigint + $1 BETWEEN ${ON_HAND_MIN} AND ${ON_HAND_MAX}

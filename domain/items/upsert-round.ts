@@ -1,4 +1,5 @@
 // One round of the upsert path (no identity twice): look up, decide each outcome, write, and isolate what fails.
+import { databaseFailure, productErrorOf } from '../../platform/db/pg-errors.ts';
 import type { Db } from '../../platform/db/sql.ts';
 import { query } from '../../platform/db/sql.ts';
 import { ProductError, conflict } from '../../platform/errors.ts';
@@ -58,8 +59,6 @@ export class WriteFailed extends Error {
     super('a write without a savepoint failed; roll back and write again with savepoints', { cause });
   }
 }
-
-const UNIQUE_VIOLATION = '23505';
 
 export async function upsertRound(db: Db, catalogId: string, round: readonly ValidInput[], how: RoundWrite): Promise<UpsertEntry[]> {
   const items = round.map((r) => r.item);
@@ -221,12 +220,10 @@ function skuConflict(sku: string, holder: string | undefined, prefix = ''): Prod
   return conflict(`SKU ${JSON.stringify(sku)} is already used by ${held}.`, [{ path: `${prefix}sku`, message: 'must be unique within the catalog' }]);
 }
 
-function isDatabaseError(error: unknown): boolean {
-  return typeof (error as { code?: unknown })?.code === 'string' && /^[0-9A-Z]{5}$/.test((error as { code: string }).code);
-}
+const isDatabaseError = (error: unknown): boolean => databaseFailure(error) !== undefined;
 
 function databaseError(error: unknown, item: NormalizedItem, prefix?: string): ProductError {
-  const { code, constraint } = error as { code: string; constraint?: string };
-  if (code === UNIQUE_VIOLATION && constraint === 'items_catalog_sku_key' && item.sku !== null) return skuConflict(item.sku, undefined, prefix);
-  return new ProductError('error', 'The item could not be stored because of a database error; retrying later may succeed.');
+  return productErrorOf(error, {
+    unique_violation: (constraint) => (constraint === 'items_catalog_sku_key' && item.sku !== null ? skuConflict(item.sku, undefined, prefix) : undefined),
+  }) ?? new ProductError('error', 'The item could not be stored because of a database error; retrying later may succeed.');
 }

@@ -30,12 +30,12 @@ const LOCK_NAMED_ASSETS = prepared(`
 export async function lockNamedAssets(
   db: Db, catalogId: string, sourceUrlHashes: readonly string[], identities: ReadonlyArray<readonly [string, string]>,
 ): Promise<void> {
-  await query(db, LOCK_NAMED_ASSETS, [catalogId, [...new Set(sourceUrlHashes)], identities.map(([s]) => s), identities.map(([, e]) => e)]);
+  await query(db, 'media.lock_named_assets', LOCK_NAMED_ASSETS, [catalogId, [...new Set(sourceUrlHashes)], identities.map(([s]) => s), identities.map(([, e]) => e)]);
 }
 
 /** For a change of assets' states, before it: waits for the writes in flight of items that name them (lockNamedAssets). */
 export async function lockAssetChanges(db: Db, assets: ReadonlyArray<{ catalogId: string; sourceUrlHash: string }>): Promise<void> {
-  await query(db, `SELECT count(pg_advisory_xact_lock(${ASSET_STATE_LOCK}, b.b)) FROM (
+  await query(db, 'media.lock_asset_changes', `SELECT count(pg_advisory_xact_lock(${ASSET_STATE_LOCK}, b.b)) FROM (
       SELECT DISTINCT ${bucketOf('c', 'h')} AS b FROM unnest($1::uuid[], $2::text[]) AS a(c, h) ORDER BY 1) AS b`,
   [assets.map((a) => a.catalogId), assets.map((a) => a.sourceUrlHash)]);
 }
@@ -58,7 +58,7 @@ export interface RegisteredAsset {
 export function registerAssets(
   db: Db, catalogId: string, assets: ReadonlyArray<{ id: string; hash: string; url: string }>, refreshAgeMs: number,
 ): Promise<RegisteredAsset[]> {
-  return query<RegisteredAsset>(db,
+  return query<RegisteredAsset>(db, 'media.register_assets',
     `INSERT INTO media_assets AS a (id, catalog_id, source_url, source_url_hash)
       SELECT r.id, $1::uuid, r.u, r.h FROM jsonb_to_recordset($2::jsonb) AS r(id uuid, h text, u text)
       ON CONFLICT ON CONSTRAINT media_assets_catalog_hash_key DO UPDATE SET updated_at = now()
@@ -114,14 +114,14 @@ export async function findAssets(
 export async function leaseAssets(db: Db, ids: readonly string[], seconds: number, options: { renew?: boolean } = {}): Promise<void> {
   if (ids.length === 0) return;
   // A renewal leaves alone a lease its job's recorded change has just ended.
-  await query(db, `UPDATE media_assets SET leased_until = now() + $2 * interval '1 second'
+  await query(db, 'media.lease_assets', `UPDATE media_assets SET leased_until = now() + $2 * interval '1 second'
     WHERE id = ANY($1::uuid[])${options.renew ? ' AND leased_until IS NOT NULL' : ''}`, [ids, seconds]);
 }
 
 /** Ends the leases of jobs a stopping consumer gives up before starting them: they are swept at once. */
 export async function releaseAssets(db: Db, ids: readonly string[]): Promise<void> {
   if (ids.length === 0) return;
-  await query(db, `UPDATE media_assets SET leased_until = now() WHERE id = ANY($1::uuid[]) AND leased_until IS NOT NULL`, [ids]);
+  await query(db, 'media.release_assets', `UPDATE media_assets SET leased_until = now() WHERE id = ANY($1::uuid[]) AND leased_until IS NOT NULL`, [ids]);
 }
 
 /** An asset whose holder let its lease lapse (it crashed, or gave the job up): queued again. */
@@ -135,7 +135,7 @@ export interface LapsedAsset {
 
 /** Takes up to `limit` lapsed leases (skipping rows another sweeper holds) and marks them queued now. */
 export function takeLapsedLeases(db: Db, limit: number): Promise<LapsedAsset[]> {
-  return query<LapsedAsset>(db, `UPDATE media_assets a SET leased_until = NULL, updated_at = now()
+  return query<LapsedAsset>(db, 'media.take_lapsed_leases', `UPDATE media_assets a SET leased_until = NULL, updated_at = now()
     FROM (SELECT id FROM media_assets WHERE leased_until < now() ORDER BY leased_until LIMIT $1 FOR UPDATE SKIP LOCKED) lapsed
     WHERE a.id = lapsed.id
     RETURNING a.catalog_id, a.source_url_hash, a.source_url, a.status,
@@ -144,7 +144,7 @@ export function takeLapsedLeases(db: Db, limit: number): Promise<LapsedAsset[]> 
 
 /** The rendition sets made so far for these bytes, under any URL or catalog (at most a few). */
 export async function renditionsOfContent(db: Db, contentSha256: string): Promise<Rendition[][]> {
-  const rows = await query<{ renditions: Rendition[] }>(db,
+  const rows = await query<{ renditions: Rendition[] }>(db, 'media.renditions_of_content',
     `SELECT DISTINCT renditions FROM media_assets WHERE content_sha256 = $1 AND renditions IS NOT NULL LIMIT 8`, [contentSha256]);
   return rows.map((row) => row.renditions);
 }
@@ -186,7 +186,7 @@ export interface WrittenAsset {
 export function writeAssetChanges(db: Db, changes: readonly AssetChange[]): Promise<WrittenAsset[]> {
   // The rows are locked first, so `was` and `had` are the last committed state, whatever a job
   // decided from: two runs of one job (at-least-once) report a change once.
-  return query<WrittenAsset>(db, `WITH r AS (
+  return query<WrittenAsset>(db, 'media.write_asset_changes', `WITH r AS (
       SELECT * FROM jsonb_to_recordset($1::jsonb) AS r(id uuid, k text, n int, e text, ct text, w int, h int, bs bigint, sha text, p text, r jsonb, fr text, err text)),
     locked AS (SELECT a.id, a.status AS was, a.content_sha256 AS had FROM media_assets a JOIN r ON r.id = a.id FOR UPDATE OF a)
     UPDATE media_assets a SET

@@ -64,7 +64,7 @@ function assetView(row: AssetRow): MediaAsset {
 
 /** The asset of the catalog (404 for another catalog's, as for a missing one), its addresses not yet signed. */
 export async function readAsset(db: Db, catalogId: string, assetId: string): Promise<MediaAsset> {
-  const [row] = await query<AssetRow>(db, ASSET_SELECT, [catalogId, assetId]);
+  const [row] = await query<AssetRow>(db, 'media.read_asset', ASSET_SELECT, [catalogId, assetId]);
   if (!row) throw notFound(`Media asset ${assetId}`);
   return assetView(row);
 }
@@ -76,7 +76,7 @@ export async function readAsset(db: Db, catalogId: string, assetId: string): Pro
  */
 export async function refreshAsset(db: Db, catalogId: string, assetId: string): Promise<MediaAsset> {
   return db.transactional(async (tx) => {
-    const [claimed] = await query<{ source_url: string; source_url_hash: string; status: string; queued_at: string }>(tx,
+    const [claimed] = await query<{ source_url: string; source_url_hash: string; status: string; queued_at: string }>(tx, 'media.claim_refresh',
       `UPDATE media_assets SET updated_at = clock_timestamp()
         WHERE catalog_id = $1 AND id = $2 AND last_checked_at IS NOT NULL AND updated_at <= last_checked_at
         RETURNING source_url, source_url_hash, status,

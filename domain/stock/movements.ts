@@ -71,7 +71,7 @@ export async function recordMovement(
         `outside the range an onHand can have (${ON_HAND_MIN} to ${ON_HAND_MAX}).`,
       );
     }
-    const [row] = await query<MovementRow>(tx,
+    const [row] = await query<MovementRow>(tx, 'stock.record_movement',
       `INSERT INTO stock_movements (id, catalog_id, item_id, quantity, reason, reference, occurred_at, on_hand_after)
        VALUES ($1, $2, $3, $4, $5, $6, coalesce($7::timestamptz, now()), $8)
        RETURNING id, quantity, reason, reference, ${isoTime('occurred_at')} AS occurred_at, ${isoTime('created_at')} AS created_at, on_hand_after`,
@@ -106,7 +106,7 @@ export async function listMovements(
 ): Promise<{ movements: MovementView[]; nextCursor: string | null }> {
   const item = await findItem(db, catalogId, externalSystem, externalId);
   const after = page.cursor ? sql`AND ${afterCursor(page.cursor, sql`created_at, id`, 'desc')}` : sql``;
-  const rows = await query<MovementRow & { created_at_text: string }>(db, sql`
+  const rows = await query<MovementRow & { created_at_text: string }>(db, 'stock.list_movements', sql`
     SELECT id, quantity, reason, reference, ${sql.raw(isoTime('occurred_at'))} AS occurred_at,
       ${sql.raw(isoTime('created_at'))} AS created_at, on_hand_after, created_at::text AS created_at_text
     FROM stock_movements WHERE item_id = ${item.id} ${after} ORDER BY created_at DESC, id DESC LIMIT ${page.limit + 1}`);

@@ -5,6 +5,7 @@ import { conflict, notFound, validationError } from '../../platform/errors.ts';
 import { domainEvent } from '../events/outbox.ts';
 import { deliveryPage, findDelivery, insertDelivery, requeueDelivery, requeueFailed } from './delivery-store.ts';
 import { findWebhook } from './subscriptions.ts';
+import { productErrorOf } from '../../platform/db/pg-errors.ts';
 
 const RECOVERY_WINDOW_MS = 14 * 24 * 3600_000;
 
@@ -60,8 +61,6 @@ export async function recoverDeliveries(
   return requeueFailed(db, webhookId, since, until);
 }
 
-const FOREIGN_KEY_VIOLATION = '23503';
-
 /** A `webhook.test` event for this webhook only, delivered and retried like any other. */
 export async function sendTestEvent(
   db: Db, catalogId: string, webhookId: string, firstDelayMs: number,
@@ -80,8 +79,7 @@ export async function sendTestEvent(
     });
   } catch (error) {
     // Deleted by a request running beside this one, after the check above: as absent as before it.
-    if ((error as { code?: unknown }).code === FOREIGN_KEY_VIOLATION) throw notFound('Webhook');
-    throw error;
+    throw productErrorOf(error, { foreign_key_violation: () => notFound('Webhook') }) ?? error;
   }
   return { deliveryId, eventId: event.id };
 }

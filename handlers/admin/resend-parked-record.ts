@@ -1,5 +1,5 @@
 // POST /admin/parked-records/{recordId}/resend: the record back in the outbox, unchanged (scope admin).
 import { resendParkedRecord as resend } from '../../domain/events/parked.ts';
-import type { Handler } from '../../platform/http/types.ts';
+import type { Handler } from '../handler.ts';
 
-export const resendParkedRecord: Handler = async ({ params, em }) => ({ status: 202, data: await resend(em, params.recordId!) });
+export const resendParkedRecord: Handler<'resendParkedRecord'> = async ({ params, em }) => ({ status: 202, data: await resend(em, params.recordId) });

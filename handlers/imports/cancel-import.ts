@@ -1,8 +1,8 @@
 // POST /imports/{jobId}/cancel: stops a job that has not finished; emits import.failed.
 import { cancelImport as cancel } from '../../domain/imports/jobs.ts';
-import type { Handler } from '../../platform/http/types.ts';
+import type { Handler } from '../handler.ts';
 
-export const cancelImport: Handler = async ({ auth, params, em }) => ({
+export const cancelImport: Handler<'cancelImport'> = async ({ auth, params, em }) => ({
   status: 200,
-  data: await cancel(em, auth.catalogId, params.jobId!),
+  data: await cancel(em, auth.catalogId, params.jobId),
 });

@@ -1,14 +1,19 @@
 // POST /items/bulk-upsert: 200 with one result per element, in order, even when some fail.
+import type { BulkUpsertItemResult } from '../../generated/client.ts';
 import { upsertItems } from '../../domain/items/upsert.ts';
-import type { Handler } from '../../platform/http/types.ts';
+import type { ErrorCode } from '../../platform/errors.ts';
+import type { Handler } from '../handler.ts';
 
-export const bulkUpsertItems: Handler = async ({ em, auth, body, services }) => {
-  const { items } = body as { items: unknown[] };
-  const entries = await upsertItems(em, auth.catalogId, items, {
+/** The contract names three codes for one element's failure; the write makes no other, and any would be an `error`. */
+const elementCode = (code: ErrorCode): NonNullable<BulkUpsertItemResult['errorCode']> =>
+  (code === 'conflict' || code === 'validation_error' ? code : 'error');
+
+export const bulkUpsertItems: Handler<'bulkUpsertItems'> = async ({ em, auth, body, services }) => {
+  const entries = await upsertItems(em, auth.catalogId, body.items, {
     pathPrefix: (index) => `items.${index}.`, mediaRefreshAgeHours: services.config.media.refreshAgeHours,
   });
   const summary = { created: 0, updated: 0, unchanged: 0, failed: 0 };
-  const results = entries.map((entry) => {
+  const results = entries.map((entry): BulkUpsertItemResult => {
     if (entry.status === 'error') {
       summary.failed += 1;
       return {
@@ -16,7 +21,7 @@ export const bulkUpsertItems: Handler = async ({ em, auth, body, services }) => 
         externalId: entry.externalId,
         status: 'error',
         error: entry.error.message,
-        errorCode: entry.error.code,
+        errorCode: elementCode(entry.error.code),
         ...(entry.error.details ? { details: entry.error.details } : {}),
       };
     }

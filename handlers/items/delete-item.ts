@@ -1,9 +1,9 @@
 // DELETE /items/{externalSystem}/{externalId}: destructive; emits item.deleted.
 import { deleteItem as removeItem } from '../../domain/items/delete.ts';
 import { normalizeText } from '../../domain/items/payload.ts';
-import type { Handler } from '../../platform/http/types.ts';
+import type { Handler } from '../handler.ts';
 
-export const deleteItem: Handler = async ({ em, auth, params }) => ({
+export const deleteItem: Handler<'deleteItem'> = async ({ em, auth, params }) => ({
   status: 200,
-  data: { deleted: true, ...await removeItem(em, auth.catalogId, normalizeText(params.externalSystem!), normalizeText(params.externalId!)) },
+  data: { deleted: true, ...await removeItem(em, auth.catalogId, normalizeText(params.externalSystem), normalizeText(params.externalId)) },
 });

@@ -3,10 +3,10 @@ import { getItem } from '../../domain/items/read.ts';
 import { upsertOne } from '../../domain/items/single-upserts.ts';
 import { itemView } from '../../domain/items/view.ts';
 import { itemWithStoredUrls } from '../../domain/media/stored-urls.ts';
-import type { Handler } from '../../platform/http/types.ts';
+import type { Handler } from '../handler.ts';
 import { linksOf } from '../media/links.ts';
 
-export const upsertItem: Handler = async (context) => {
+export const upsertItem: Handler<'upsertItem'> = async (context) => {
   const { auth, body, services } = context;
   // `context.em` is made when first read: only a group's first request and a lost race need one.
   const entry = await upsertOne(() => context.em, auth.catalogId, body, { mediaRefreshAgeHours: services.config.media.refreshAgeHours });

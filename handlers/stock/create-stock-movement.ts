@@ -1,10 +1,9 @@
 // POST /items/{externalSystem}/{externalId}/stock-movements: 201 with the movement and the new on-hand.
 import { recordMovement } from '../../domain/stock/movements.ts';
-import type { MovementInput } from '../../domain/stock/movements.ts';
 import { normalizeText } from '../../domain/items/payload.ts';
-import type { Handler } from '../../platform/http/types.ts';
+import type { Handler } from '../handler.ts';
 
-export const createStockMovement: Handler = async ({ em, auth, params, body }) => ({
+export const createStockMovement: Handler<'createStockMovement'> = async ({ em, auth, params, body }) => ({
   status: 201,
-  data: await recordMovement(em, auth.catalogId, normalizeText(params.externalSystem!), normalizeText(params.externalId!), body as MovementInput),
+  data: await recordMovement(em, auth.catalogId, normalizeText(params.externalSystem), normalizeText(params.externalId), body),
 });

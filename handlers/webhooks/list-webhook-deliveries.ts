@@ -1,14 +1,12 @@
 // GET /webhooks/{id}/deliveries: the delivery log, newest first, optionally one status.
-import type { DeliveryStatus } from '../../generated/client.ts';
 import { listDeliveries } from '../../domain/webhooks/deliveries.ts';
-import type { Handler } from '../../platform/http/types.ts';
-import { optionalString, pageLimit } from './rules.ts';
+import type { Handler } from '../handler.ts';
 
-export const listWebhookDeliveries: Handler = async ({ auth, params, query, em }) => ({
+export const listWebhookDeliveries: Handler<'listWebhookDeliveries'> = async ({ auth, params, query, em }) => ({
   status: 200,
-  data: await listDeliveries(em, auth.catalogId, params.id!, {
-    status: optionalString(query.status) as DeliveryStatus | undefined,
-    limit: pageLimit(query),
-    cursor: optionalString(query.cursor),
+  data: await listDeliveries(em, auth.catalogId, params.id, {
+    status: query.status,
+    limit: query.limit ?? 50,
+    cursor: query.cursor,
   }),
 });

@@ -1,9 +1,8 @@
 // GET /webhooks: the catalog's webhooks, oldest first, without their secrets.
 import { listWebhooks as list } from '../../domain/webhooks/subscriptions.ts';
-import type { Handler } from '../../platform/http/types.ts';
-import { optionalString, pageLimit } from './rules.ts';
+import type { Handler } from '../handler.ts';
 
-export const listWebhooks: Handler = async ({ auth, query, em }) => ({
+export const listWebhooks: Handler<'listWebhooks'> = async ({ auth, query, em }) => ({
   status: 200,
-  data: await list(em, auth.catalogId, { limit: pageLimit(query), cursor: optionalString(query.cursor) }),
+  data: await list(em, auth.catalogId, { limit: query.limit ?? 50, cursor: query.cursor }),
 });

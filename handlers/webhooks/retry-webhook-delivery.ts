@@ -1,8 +1,8 @@
 // POST /webhooks/{id}/deliveries/{deliveryId}/retry: the same delivery, due now.
 import { retryDelivery } from '../../domain/webhooks/deliveries.ts';
-import type { Handler } from '../../platform/http/types.ts';
+import type { Handler } from '../handler.ts';
 
-export const retryWebhookDelivery: Handler = async ({ auth, params, em }) => ({
+export const retryWebhookDelivery: Handler<'retryWebhookDelivery'> = async ({ auth, params, em }) => ({
   status: 202,
-  data: await retryDelivery(em, auth.catalogId, params.id!, params.deliveryId!),
+  data: await retryDelivery(em, auth.catalogId, params.id, params.deliveryId),
 });

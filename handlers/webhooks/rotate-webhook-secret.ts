@@ -1,8 +1,8 @@
 // POST /webhooks/{id}/rotate-secret: a new secret; the previous one keeps signing beside it for 24 h.
 import { rotateSecret } from '../../domain/webhooks/subscriptions.ts';
-import type { Handler } from '../../platform/http/types.ts';
+import type { Handler } from '../handler.ts';
 
-export const rotateWebhookSecret: Handler = async ({ auth, params, em }) => ({
+export const rotateWebhookSecret: Handler<'rotateWebhookSecret'> = async ({ auth, params, em }) => ({
   status: 200,
-  data: await rotateSecret(em, auth.catalogId, params.id!),
+  data: await rotateSecret(em, auth.catalogId, params.id),
 });

@@ -1,10 +1,9 @@
 // PATCH /webhooks/{id}: a new address, event list or description under the same rules as creation.
-import type { UpdateWebhookRequest } from '../../generated/client.ts';
 import { updateWebhook as update } from '../../domain/webhooks/subscriptions.ts';
-import type { Handler } from '../../platform/http/types.ts';
+import type { Handler } from '../handler.ts';
 import { targetRules } from './rules.ts';
 
-export const updateWebhook: Handler = async ({ auth, params, body, em, services }) => ({
+export const updateWebhook: Handler<'updateWebhook'> = async ({ auth, params, body, em, services }) => ({
   status: 200,
-  data: await update(em, targetRules(services.config), auth.catalogId, params.id!, body as UpdateWebhookRequest),
+  data: await update(em, targetRules(services.config), auth.catalogId, params.id, body),
 });

@@ -3,6 +3,7 @@ import pRetry from 'p-retry';
 import pg from 'pg';
 import { detached } from '../async-context.ts';
 import type { Logger } from '../log/logger.ts';
+import { isConnectionState } from './pg-errors.ts';
 
 /**
  * A failover, a pooler's idle timeout or `pg_terminate_backend` ends a connection from the
@@ -43,11 +44,9 @@ export function releaseLostClients(pool: pg.Pool): void {
   });
 }
 
-// SQLSTATE classes and codes of a connection the server ended or refused: 08 connection
-// exception, 57P01–57P03 administrator/crash shutdown and "cannot connect now" (starting up).
+// The SQLSTATEs of a connection the server ended or refused are pg-errors.ts's isConnectionState.
 // A database closed to new connections (ALLOW_CONNECTIONS false, as during maintenance) answers
 // the generic 55000, so that one is told by its message.
-const CONNECTION_CODES = /^(08|57P0[1-3]$|53300$)/;
 const CONNECTION_MESSAGES = /Connection terminated|not queryable|is not currently accepting connections|ECONNREFUSED|ECONNRESET|EPIPE|ETIMEDOUT|ENOTFOUND|EAI_AGAIN|timeout exceeded when trying to connect/i;
 
 /**
@@ -57,7 +56,7 @@ const CONNECTION_MESSAGES = /Connection terminated|not queryable|is not currentl
  */
 export function isConnectionError(error: unknown): boolean {
   for (let e = error as { code?: unknown; message?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 5; e = e.cause as typeof e, depth++) {
-    if (typeof e.code === 'string' && (CONNECTION_CODES.test(e.code) || CONNECTION_MESSAGES.test(e.code))) return true;
+    if (typeof e.code === 'string' && (isConnectionState(e.code) || CONNECTION_MESSAGES.test(e.code))) return true;
     if (typeof e.message === 'string' && CONNECTION_MESSAGES.test(e.message)) return true;
     if (e instanceof AggregateError && e.errors.some((inner) => isConnectionError(inner))) return true;
   }

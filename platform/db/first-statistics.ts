@@ -35,10 +35,10 @@ export function analyseOnceFilled(orm: Orm, logger: Logger, options: FirstStatis
   const look = async () => {
     try {
       const db = orm.em.fork();
-      const tables = await query<{ name: string; due: boolean }>(db, NOT_YET_ANALYSED, [options.tables, options.rows]);
+      const tables = await query<{ name: string; due: boolean }>(db, 'statistics.not_yet_analysed', NOT_YET_ANALYSED, [options.tables, options.rows]);
       const due = tables.filter((table) => table.due).map((table) => table.name);
       if (due.length > 0) {
-        await query(db, `ANALYZE (SKIP_LOCKED) ${due.join(', ')}`);
+        await query(db, 'statistics.analyse', `ANALYZE (SKIP_LOCKED) ${due.join(', ')}`);
         logger.info({ tables: due }, 'first statistics gathered');
       }
       if (tables.length === due.length) return;

@@ -7,6 +7,7 @@ import { entities } from './entities/index.ts';
 import { migrations } from './migrations/index.ts';
 import { openSession, releaseLostClients } from './connections.ts';
 import { PreparingClient } from './sql.ts';
+import { hasSqlState } from './pg-errors.ts';
 
 export type Orm = MikroORM;
 
@@ -33,7 +34,7 @@ export async function ensureDatabase(databaseUrl: string, logger: Logger, create
     await (await openSession(databaseUrl, logger, 'database probe')).close();
     return;
   } catch (error) {
-    if ((error as { code?: string }).code !== '3D000') throw error; // 3D000: database does not exist
+    if (!hasSqlState(error, 'invalid_catalog_name')) throw error; // the database does not exist
   }
   if (!create) {
     throw new ConfigError(`the database "${name}" does not exist on ${url.host} (DATABASE_URL ${shownDatabaseUrl(databaseUrl)}). The service creates `
@@ -44,8 +45,8 @@ export async function ensureDatabase(databaseUrl: string, logger: Logger, create
   try {
     await admin.query(`CREATE DATABASE "${name.replaceAll('"', '""')}"`);
   } catch (error) {
-    // 42P04: another instance created it first.
-    if ((error as { code?: string }).code !== '42P04') throw error;
+    // Another instance created it first.
+    if (!hasSqlState(error, 'duplicate_database')) throw error;
   } finally {
     await admin.close();
   }

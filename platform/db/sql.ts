@@ -24,13 +24,36 @@ function executorOf(db: Db): Kysely<unknown> {
   return (transaction ?? db.getConnection().getClient()) as Kysely<unknown>;
 }
 
+/** Told of every statement `query` runs: its name and how long it took, failed or not. */
+export type StatementObserver = (name: string, seconds: number) => void;
+
+/** The name of a statement run without one. */
+export const UNNAMED = 'unnamed';
+
+// Per ORM (its configuration, which every fork shares), so two in one process report apart.
+const observers = new WeakMap<object, StatementObserver>();
+
+/** Reports every statement `query` runs on this ORM's entity managers to `observer`. */
+export function observeStatements(orm: { config: object }, observer: StatementObserver): void {
+  observers.set(orm.config, observer);
+}
+
+type Statement = [statement: string | SqlFragment, params?: readonly unknown[]];
+
 /**
  * Runs a statement: a text with `$1…$n` and its parameters, or a `sql` fragment. Parameters go
  * to Postgres separately (`em.execute` formats them into the text on the client: on the hot
  * paths the large JSON parameters cost a copy and an escape each, and every text is new to the
- * server).
+ * server). The name (`area.what`, such as `items.lookup`) tells the statement apart in the debug
+ * log and in `/metrics`; a statement without one is reported as `unnamed`.
  */
-export async function query<Row>(db: Db, statement: string | SqlFragment, params: readonly unknown[] = []): Promise<Row[]> {
+export async function query<Row>(db: Db, name: string, ...statement: Statement): Promise<Row[]>;
+export async function query<Row>(db: Db, ...statement: Statement): Promise<Row[]>;
+export async function query<Row>(db: Db, ...args: [string, ...Statement] | Statement): Promise<Row[]> {
+  const named = typeof args[0] === 'string' && args[1] !== undefined && !Array.isArray(args[1]);
+  const [name, statement, params = []] = (named ? args : [UNNAMED, ...args]) as [string, ...Statement];
+  const observe = observers.get(db.config);
+  const started = observe ? performance.now() : 0;
   const executor = executorOf(db);
   let compiled: CompiledQuery;
   if (typeof statement === 'string') compiled = CompiledQuery.raw(statement, [...params]);
@@ -38,8 +61,12 @@ export async function query<Row>(db: Db, statement: string | SqlFragment, params
     compiled = statement.compile(executor);
     if (preparedFragments.has(statement)) prepared(compiled.sql);
   }
-  const result = await executor.executeQuery<Row>(compiled);
-  return result.rows as Row[];
+  try {
+    const result = await executor.executeQuery<Row>(compiled);
+    return result.rows as Row[];
+  } finally {
+    observe?.(name, (performance.now() - started) / 1000);
+  }
 }
 
 const preparedNames = new Map<string, string>();

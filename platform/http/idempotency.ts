@@ -40,7 +40,7 @@ export async function withIdempotency(
   const hash = requestHash(scope);
   return em.transactional(async (tx) => {
     const ids = [scope.catalogId, scope.operation, scope.key];
-    const inserted = await query<{ inserted: boolean }>(tx,
+    const inserted = await query<{ inserted: boolean }>(tx, 'idempotency.claim_key',
       `INSERT INTO idempotency_keys AS k (catalog_id, operation, idempotency_key, request_hash)
        VALUES ($1, $2, $3, $4)
        ON CONFLICT (catalog_id, operation, idempotency_key) DO UPDATE
@@ -50,7 +50,7 @@ export async function withIdempotency(
       [...ids, hash],
     );
     if (inserted.length === 0) {
-      const [stored] = await query<StoredRow>(tx,
+      const [stored] = await query<StoredRow>(tx, 'idempotency.stored_answer',
         'SELECT request_hash, status_code, response_body FROM idempotency_keys WHERE catalog_id = $1 AND operation = $2 AND idempotency_key = $3',
         ids,
       );
@@ -68,7 +68,7 @@ export async function withIdempotency(
 }
 
 async function store(em: Db, ids: string[], status: number, body: string): Promise<void> {
-  await query(em,
+  await query(em, 'idempotency.store_answer',
     'UPDATE idempotency_keys SET status_code = $1, response_body = $2 WHERE catalog_id = $3 AND operation = $4 AND idempotency_key = $5',
     [status, body, ...ids],
   );

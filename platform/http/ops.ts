@@ -56,7 +56,7 @@ type Check = 'ok' | 'error';
 // that does not answer in time are the same to a load balancer.
 async function readiness(services: Services): Promise<{ database: Check; kafka: Check }> {
   // A pooled connection that Postgres ended meanwhile is not an outage: try once more on a new one.
-  const database = timeout<Check>(retryOnConnectionLoss(() => query(services.orm.em, 'SELECT 1')).then(() => 'ok', () => 'error'), 2000, 'error');
+  const database = timeout<Check>(retryOnConnectionLoss(() => query(services.orm.em, 'readiness.ping', 'SELECT 1')).then(() => 'ok', () => 'error'), 2000, 'error');
   const kafka = timeout<Check>(services.kafkaReachable().then((ok) => (ok ? 'ok' : 'error'), () => 'error'), 3000, 'error');
   return { database: await database, kafka: await kafka };
 }

@@ -90,6 +90,6 @@ function stateAfter(count: number, previous: number, allowed: boolean, limit: nu
 /** Counts `requests` requests (default one) against `subject` (e.g. `ip:203.0.113.9`) under `limit` per minute. */
 export async function countRequests(db: Db, subject: string, limit: number, now: number, requests = 1): Promise<RateLimitState[]> {
   const statement = countStatement(sql`${subject}`, sql`${limit}::integer`, sql``, { now, requests });
-  const [row] = await query<CounterRow>(db, prepared(statement));
+  const [row] = await query<CounterRow>(db, 'rate_limit.count', prepared(statement));
   return rateLimitStates(row!, limit, now, requests);
 }

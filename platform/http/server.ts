@@ -11,7 +11,7 @@ import type { RequestRecord } from './api-pipeline.ts';
 import { matchOps } from './ops.ts';
 import { sendError } from './respond.ts';
 import { answerClientError, newRequestId } from './transport.ts';
-import type { Handler, Services } from './types.ts';
+import type { ServedHandler, Services } from './types.ts';
 
 // An incoming X-Request-Id is kept when it is a sane token, so callers can correlate.
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -23,7 +23,7 @@ export function requestIdOf(req: IncomingMessage): string {
 
 export interface HttpServerOptions {
   services: Services;
-  handlers: ReadonlyMap<string, Handler>;
+  handlers: ReadonlyMap<string, ServedHandler>;
   /** Routes served outside the API prefix besides the operational ones (e.g. signed uploads). */
   extraRoutes?: (req: IncomingMessage, res: ServerResponse, url: URL, requestId: string, record: RequestRecord) => Promise<boolean>;
 }

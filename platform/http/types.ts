@@ -32,15 +32,22 @@ export interface Services {
   kafkaReachable: () => Promise<boolean>;
 }
 
-export interface HandlerContext<Body = unknown> {
+/** What the pipeline knows of a request before a handler's operation types it (operation-types.ts). */
+export interface UntypedRequest {
+  params: Record<string, string>;
+  query: Record<string, unknown>;
+  body: unknown;
+}
+
+export interface HandlerContext<Request extends { params: unknown; query: unknown; body: unknown } = UntypedRequest> {
   operationId: string;
   requestId: string;
   /** Present on every operation that requires a key; the catalog always comes from the key. */
   auth: Auth;
-  params: Record<string, string>;
-  query: Record<string, unknown>;
+  params: Request['params'];
+  query: Request['query'];
   headers: Record<string, string | string[] | undefined>;
-  body: Body;
+  body: Request['body'];
   services: Services;
   logger: Logger;
   /**
@@ -56,4 +63,5 @@ export type HandlerResult =
   | { status: number; raw: string | Buffer; contentType: string; headers?: Record<string, string> }
   | { status: number; stream: Readable; contentType: string; headers?: Record<string, string> };
 
-export type Handler = (context: HandlerContext) => Promise<HandlerResult>;
+/** A handler as the pipeline calls it, its operation's types erased (handlers/handler.ts binds them). */
+export type ServedHandler = (context: HandlerContext) => Promise<HandlerResult>;

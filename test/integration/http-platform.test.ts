@@ -130,6 +130,7 @@ test('health, readiness, metrics and docs answer outside the prefix', async () =
   assert.deepEqual(ready.body.checks, { database: 'ok', kafka: 'ok' });
   const metrics = await checkedFetch(`${service.url}/metrics`);
   assert.match(metrics.body, /catalog_http_requests_total\{/);
+  assert.match(metrics.body, /catalog_db_statement_duration_seconds_count\{[^}]*statement="access\.authenticate_keys"[^}]*\} [1-9]/, 'statement times by name');
   const docs = await checkedFetch(`${service.url}/docs`);
   assert.match(docs.body, /<div id="reference">/);
   assert.doesNotMatch(docs.body, /https?:\/\//, 'no asset comes from a CDN');
