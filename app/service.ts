@@ -18,6 +18,8 @@ import { holdConsumerHeap, releaseStartupMemory } from '../platform/memory.ts';
 import { keyCounter } from '../domain/access/key-store.ts';
 import { outboxBacklog } from '../domain/events/outbox.ts';
 import { createMetrics } from '../platform/metrics.ts';
+import { cachedReadiness } from '../platform/http/ops.ts';
+import { startOpsServer } from '../platform/http/ops-server.ts';
 import { createStorage } from '../platform/storage/create-storage.ts';
 
 export interface RunningService {
@@ -26,6 +28,8 @@ export interface RunningService {
   services: Services | undefined;
   /** Base address of the HTTP listener, when this process plays the api role. */
   url: string | undefined;
+  /** Base address of the operations listener (/metrics, /healthz, /readyz), every role. */
+  opsUrl: string;
   kafka: KafkaClient;
   close(): Promise<void>;
 }
@@ -73,8 +77,14 @@ export async function startService(config: Config, logger: Logger = createLogger
     const storage = createStorage(config);
     // One registry per process: the API serves it, the consumers count into it.
     const metrics = createMetrics({ outboxBacklog: () => outboxBacklog(orm.em.fork()) });
+    const kafkaReachable = () => kafka.ping(2000);
+    const readiness = cachedReadiness({ orm, kafkaReachable });
+    // Before the consumers start: their group joins can take a while, and liveness must answer meanwhile.
+    const ops = await startOpsServer({ metrics, readiness, logger }, config.opsPort, config.opsHost);
+    closers.push(ops.close);
+    logger.info({ url: ops.url, role: config.role }, 'operations port listening');
     const services: Services | undefined = api && {
-      config, logger, orm, storage, countKey: keyCounter(orm.em), contract: api.contract, metrics, kafkaReachable: () => kafka.ping(2000),
+      config, logger, orm, storage, countKey: keyCounter(orm.em), contract: api.contract, metrics, kafkaReachable, readiness,
     };
     if (config.role !== 'api') {
       // The relay runs with the consumers: an api-only fleet leaves events safely in the outbox.
@@ -111,7 +121,7 @@ export async function startService(config: Config, logger: Logger = createLogger
       logger.info({ role: config.role }, 'catalog consumers running');
     }
     await releaseStartupMemory();
-    return { orm, services, url, kafka, close };
+    return { orm, services, url, opsUrl: ops.url, kafka, close };
   } catch (error) {
     await close();
     throw error;

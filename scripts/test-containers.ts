@@ -94,7 +94,7 @@ async function composeStack(daemon: Daemon, work: string): Promise<Stack> {
   };
 }
 
-/** Waits until the api is healthy and the consumers run; fails at once when a container gives up. */
+/** Waits until the api and the consumers are healthy (their operations ports); fails at once when a container gives up. */
 async function stackReady(stack: Stack): Promise<void> {
   const docker = (args: string[]) => run(DOCKER, args, { env: stack.env, capture: true }).then((out) => out.trim());
   const began = Date.now();
@@ -103,9 +103,10 @@ async function stackReady(stack: Stack): Promise<void> {
       await docker(['ps', '-aq', '--filter', `label=com.docker.compose.project=${stack.env.COMPOSE_PROJECT_NAME}`, '--filter', 'label=com.docker.compose.service=consumers'])];
     if (api && consumers) {
       const health = await docker(['inspect', '--format', '{{.State.Health.Status}}', api]);
-      const running = await docker(['inspect', '--format', '{{.State.Running}} {{.RestartCount}}', consumers]);
+      const consumersHealth = await docker(['inspect', '--format', '{{.State.Health.Status}}', consumers]);
       if (health === 'unhealthy') throw new Error('the api container reports unhealthy');
-      if (health === 'healthy' && running.startsWith('true')) return;
+      if (consumersHealth === 'unhealthy') throw new Error('the consumers container reports unhealthy');
+      if (health === 'healthy' && consumersHealth === 'healthy') return;
     }
     if (Date.now() - began > STACK_SAFETY_NET_MS) throw new Error(`the stack was not ready within ${STACK_SAFETY_NET_MS / 60_000} min`);
     await sleep(POLL_MS);
