@@ -11,6 +11,7 @@ import { startImportConsumer } from '../consumers/import/index.ts';
 import { createKafkaClient } from '../platform/kafka/client.ts';
 import { ensureKafka } from '../scripts/kafka.ts';
 import type { KafkaClient } from '../platform/kafka/client.ts';
+import { consumerLag } from '../platform/kafka/lag.ts';
 import type { Logger } from '../platform/log/logger.ts';
 import type { Orm } from '../platform/db/orm.ts';
 import { createLogger } from '../platform/log/logger.ts';
@@ -76,9 +77,12 @@ export async function startService(config: Config, logger: Logger = createLogger
     await kafka.ensureTopics();
     const storage = createStorage(config);
     // One registry per process: the API serves it, the consumers count into it.
-    const metrics = createMetrics({ outboxBacklog: () => outboxBacklog(orm.em.fork()) });
     const kafkaReachable = () => kafka.ping(2000);
     const readiness = cachedReadiness({ orm, kafkaReachable });
+    const metrics = createMetrics({
+      outboxBacklog: () => outboxBacklog(orm.em.fork()), dependencies: readiness,
+      ...(config.role === 'api' ? {} : { consumerLag: () => consumerLag(kafka) }),
+    });
     // Before the consumers start: their group joins can take a while, and liveness must answer meanwhile.
     const ops = await startOpsServer({ metrics, readiness, logger }, config.opsPort, config.opsHost);
     closers.push(ops.close);
@@ -98,7 +102,7 @@ export async function startService(config: Config, logger: Logger = createLogger
       const workers = await Promise.allSettled([
         startImportConsumer({ config, kafka, orm, storage, metrics, logger }),
         startWebhookWorkers({ config, kafka, orm, metrics, logger }),
-        startMediaConsumer({ config, kafka, orm, storage, logger }),
+        startMediaConsumer({ config, kafka, orm, storage, metrics, logger }),
       ]);
       const started = workers.flatMap((worker) => (worker.status === 'fulfilled' ? [worker.value] : []));
       // Stopped side by side: each consumer's stop waits out its fetch in flight (kafkajs' 5 s

@@ -60,7 +60,7 @@ interface Stack {
 
 async function composeStack(daemon: Daemon, work: string): Promise<Stack> {
   const project = `catalog-smoke-${randomBytes(4).toString('hex')}`;
-  const [apiPort, kafkaPort, s3Port] = [await freePort(), await freePort(), await freePort()];
+  const [apiPort, kafkaPort, s3Port, opsPort, prometheusPort] = [await freePort(), await freePort(), await freePort(), await freePort(), await freePort()];
   const env: NodeJS.ProcessEnv = {
     ...process.env,
     // Debian's docker client first, for what Compose runs itself.
@@ -73,11 +73,16 @@ async function composeStack(daemon: Daemon, work: string): Promise<Stack> {
     POSTGRES_IMAGE: IMAGES.postgres,
     KAFKA_IMAGE: IMAGES.kafka,
     S3_IMAGE: IMAGES.s3proxy,
+    PROMETHEUS_IMAGE: IMAGES.prometheus,
     NODE_IMAGE: IMAGES.node,
+    // Prometheus with the alerting rules, scraping every process's operations port.
+    COMPOSE_PROFILES: 'monitoring',
     CATALOG_IMAGE: `${project}/service:local`,
     API_PORT: String(apiPort),
     KAFKA_EXTERNAL_PORT: String(kafkaPort),
     S3_PORT: String(s3Port),
+    API_OPS_PORT: String(opsPort),
+    PROMETHEUS_PORT: String(prometheusPort),
     // The smoke flow's webhook receiver listens on this host, a private address.
     OUTBOUND_ALLOW_PRIVATE: 'true',
     WEBHOOK_ALLOW_HTTP: 'true',
@@ -88,6 +93,8 @@ async function composeStack(daemon: Daemon, work: string): Promise<Stack> {
       SMOKE_API_URL: `http://127.0.0.1:${apiPort}`,
       SMOKE_KAFKA_BROKERS: `localhost:${kafkaPort}`,
       SMOKE_S3_PUBLIC_ENDPOINT: `http://localhost:${s3Port}`,
+      SMOKE_OPS_URL: `http://127.0.0.1:${opsPort}`,
+      SMOKE_PROMETHEUS_URL: `http://127.0.0.1:${prometheusPort}`,
       SMOKE_COMPOSE: JSON.stringify([COMPOSE]),
       SMOKE_LOG: join(work, 'compose.log'),
     },

@@ -98,7 +98,11 @@ export async function startImportConsumer(options: ImportConsumerOptions): Promi
       ...(heartbeat ? { heartbeat } : {}), stopping: () => stopping,
       ...(options.metrics ? { onCommitted: countLines(options.metrics) } : {}),
     }, jobId))
-      .catch((error: unknown) => afterFailure(jobId, error))
+      .catch(async (error: unknown) => {
+        const outcome = await afterFailure(jobId, error);
+        if (outcome === 'failed' || outcome === 'parked') options.metrics?.importFailures.inc({ outcome });
+        return outcome;
+      })
       .finally(() => running.delete(jobId));
     running.set(jobId, run);
     return run;

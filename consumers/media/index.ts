@@ -12,6 +12,7 @@ import type { Config } from '../../platform/config/config.ts';
 import type { Orm } from '../../platform/db/orm.ts';
 import type { KafkaClient } from '../../platform/kafka/client.ts';
 import { TOPICS } from '../../platform/kafka/topics.ts';
+import type { Metrics } from '../../platform/metrics.ts';
 import type { Logger } from '../../platform/log/logger.ts';
 import { createHostGate } from '../../platform/outbound/host-gate.ts';
 import { createImageFetcher } from '../../platform/outbound/image-fetcher.ts';
@@ -30,6 +31,8 @@ export interface MediaConsumerOptions {
   readonly orm: Orm;
   /** Where the images go, content-addressed. */
   readonly storage: ObjectStorage;
+  /** The process's metrics: each finished job is counted by outcome. */
+  readonly metrics?: Metrics;
   readonly logger: Logger;
 }
 
@@ -78,7 +81,7 @@ async function prepareDownloadDir(config: Config, log: Logger): Promise<string> 
  * asset in order); a job that fails for a reason a retry can fix (database, storage) keeps its
  * lease until it lapses, and is then queued again: finished jobs are skipped when redelivered.
  */
-export async function startMediaConsumer({ config, kafka, orm, storage, logger }: MediaConsumerOptions): Promise<MediaConsumer> {
+export async function startMediaConsumer({ config, kafka, orm, storage, metrics, logger }: MediaConsumerOptions): Promise<MediaConsumer> {
   const log = logger.child({ component: 'media-consumer' });
   const db = orm.em.fork();
   const gate = createHostGate({ total: config.media.concurrency, perHost: config.media.hostConcurrency });
@@ -107,7 +110,7 @@ export async function startMediaConsumer({ config, kafka, orm, storage, logger }
   };
   const counts: Record<IngestOutcome, number> = { ingested: 0, not_modified: 0, unchanged: 0, failed: 0, skipped: 0 };
 
-  const queue = createJobQueue({ db, deps, counts, log });
+  const queue = createJobQueue({ db, deps, counts, log, ...(metrics ? { onOutcome: (outcome: IngestOutcome) => metrics.mediaJobs.inc({ outcome }) } : {}) });
   const timer = setInterval(() => void queue.sweep(), LEASE_RENEW_MS);
   timer.unref();
 

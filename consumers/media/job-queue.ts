@@ -34,7 +34,7 @@ export interface JobQueue {
 }
 
 export function createJobQueue(options: {
-  db: Db; deps: IngestDeps; counts: Record<IngestOutcome, number>; log: Logger;
+  db: Db; deps: IngestDeps; counts: Record<IngestOutcome, number>; log: Logger; onOutcome?: (outcome: IngestOutcome) => void;
 }): JobQueue {
   const { db, counts, log } = options;
   let stopping = false;
@@ -68,7 +68,9 @@ export function createJobQueue(options: {
       if (stopping) return;
       // Behind another job of the asset, it reads the asset as that one left it.
       const current = before ? (await loadAssets(db, [job])).get(key) : loaded;
-      counts[await ingestMedia(deps, job, current)] += 1;
+      const outcome = await ingestMedia(deps, job, current);
+      counts[outcome] += 1;
+      options.onOutcome?.(outcome);
     })().catch((error: unknown) => {
       if (error instanceof Stopped) return;
       log.error({ err: error, sourceUrlHash: job.sourceUrlHash }, `media job failed; it is queued again when its lease lapses (${LEASE_SECONDS} s)`);

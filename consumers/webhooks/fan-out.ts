@@ -94,7 +94,7 @@ export async function startFanOut(options: FanOutOptions): Promise<RunningConsum
     },
   });
   return {
-    consumer: consumer.consumer,
+    ...consumer,
     async stop() {
       await consumer.stop();
       log.info(stats, 'webhook fan-out stopped');

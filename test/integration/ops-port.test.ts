@@ -40,6 +40,9 @@ test('/metrics is served on the operations port only; /healthz and /readyz on bo
     assert.equal(ready.response.status, 200, `${base}: ${JSON.stringify(ready.body)}`);
     assert.equal(ready.body.status, 'ready');
   }
+  // The readiness checks as gauges, for the alert on a dependency that is down.
+  assert.equal(await metricValue(service.opsUrl, 'catalog_dependency_up', { dependency: 'database' }), 1);
+  assert.equal(await metricValue(service.opsUrl, 'catalog_dependency_up', { dependency: 'kafka' }), 1);
   // Scrapes and probes are counted like API requests.
   assert.ok(((await metricValue(service.opsUrl, 'catalog_http_requests_total', { operation: 'getMetrics', status: '200' })) ?? 0) >= 1);
 });
@@ -82,6 +85,14 @@ test('a consumers-only process serves its own counters on its operations port', 
   const text = await scraped.text();
   for (const name of ['catalog_import_lines_total', 'catalog_webhook_delivery_attempts_total']) assert.match(text, new RegExp(`^# TYPE ${name} counter$`, 'm'));
   assert.equal(await metricValue(opsUrl, 'catalog_outbox_parked_records'), 0);
+  for (const name of ['catalog_import_failures_total', 'catalog_webhooks_disabled_total', 'catalog_media_jobs_total']) assert.match(text, new RegExp(`^# TYPE ${name} counter$`, 'm'));
+  // The lag of each consumer group the process runs, once the groups have joined.
+  const group = `${service.config.kafkaTopicPrefix}catalog.imports`;
+  let lag: number | undefined;
+  for (const began = Date.now(); lag === undefined && Date.now() - began < 60_000; await delay(500)) {
+    lag = await metricValue(opsUrl, 'catalog_kafka_consumer_lag_messages', { group, topic: `${service.config.kafkaTopicPrefix}catalog.imports.v1` });
+  }
+  assert.equal(lag, 0, 'no import is waiting');
   const ready = await fetch(`${opsUrl}/readyz`);
   assert.equal(ready.status, 200, await ready.text());
   const exited = new Promise((done) => child.once('exit', done));
