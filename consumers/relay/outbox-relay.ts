@@ -1,16 +1,15 @@
 // The outbox relay: publishes committed outbox rows to Kafka in id order and marks them sent only after Kafka acked.
-import type { Message } from 'kafkajs';
-import { OUTBOX_CHANNEL, claimOutbox, deleteSentOutbox, markOutboxSent, recordHeaders } from '../../domain/events/outbox.ts';
+import { OUTBOX_CHANNEL, claimOutbox, deleteSentOutbox, markOutboxSent } from '../../domain/events/outbox.ts';
 import type { OutboxRecord } from '../../domain/events/outbox.ts';
 import { parkRecords } from '../../domain/events/parked.ts';
 import type { Refusal } from '../../domain/events/parked.ts';
-import { itemRecordOf } from '../../domain/items/changelog.ts';
 import { listenToChannel } from '../../platform/db/connections.ts';
 import type { ChannelListener } from '../../platform/db/connections.ts';
 import type { Orm } from '../../platform/db/orm.ts';
 import type { KafkaClient } from '../../platform/kafka/client.ts';
-import { TOPICS } from '../../platform/kafka/topics.ts';
 import type { Logger } from '../../platform/log/logger.ts';
+import { inSpan } from '../../platform/tracing.ts';
+import { sendRecords } from './messages.ts';
 
 export interface OutboxRelayOptions {
   /** Its statements run on the ORM's pool. */
@@ -98,23 +97,6 @@ function chunksBySize(rows: readonly OutboxRecord[]): OutboxRecord[][] {
   return chunks;
 }
 
-/**
- * The record's messages, by topic: its own, and for an item event the item's changelog record
- * (with the event's key and headers). Both are stamped with the time their change was written,
- * not the publishing time (docs/design.md, "The item changelog").
- */
-function addMessages(byTopic: Map<string, Message[]>, row: OutboxRecord, topicOf: (logical: string) => string): void {
-  const add = (topic: string, message: Message) => {
-    const messages = byTopic.get(topic);
-    if (messages) messages.push(message);
-    else byTopic.set(topic, [message]);
-  };
-  const headers = recordHeaders(row);
-  add(topicOf(row.topic), { key: row.key, value: row.payload, headers, timestamp: row.committed_at });
-  const record = itemRecordOf(row);
-  if (record) add(topicOf(TOPICS.items), { key: row.key, value: record.value, headers, timestamp: row.committed_at });
-}
-
 export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
   const log = options.logger.child({ component: 'outbox-relay' });
   const batchSize = options.batchSize ?? 500;
@@ -172,12 +154,7 @@ export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
   };
 
   async function send(records: readonly OutboxRecord[]): Promise<void> {
-    const byTopic = new Map<string, Message[]>();
-    for (const record of records) addMessages(byTopic, record, options.kafka.topic);
-    await (await options.kafka.producer()).sendBatch({
-      acks: -1,
-      topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })),
-    });
+    await sendRecords(records, options.kafka.topic, async (topicMessages) => (await options.kafka.producer()).sendBatch({ acks: -1, topicMessages }));
   }
 
   /**
@@ -215,7 +192,10 @@ export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
     const claim = await db.transactional(async (tx) => {
       const { records, more } = await claimOutbox(tx, batchSize);
       if (records.length === 0) return { sent: 0, more, refused: [] };
-      const refused = await publish(records);
+      // A claim is its own trace, linked to the traces of the changes it publishes.
+      const refused = await inSpan('outbox relay claim', {
+        parent: null, links: records.slice(0, 32).map((r) => r.traceparent), attributes: { 'messaging.batch.message_count': records.length },
+      }, () => publish(records));
       await parkRecords(tx, refused);
       // Only after every chunk was acked or parked: a crash before this commit re-sends (at-least-once).
       await markOutboxSent(tx, records.map((r) => r.row));

@@ -3,6 +3,7 @@ import { query, sql } from '../../platform/db/sql.ts';
 import type { Db, SqlFragment } from '../../platform/db/sql.ts';
 import { newId } from '../../platform/ids.ts';
 import { TOPICS } from '../../platform/kafka/topics.ts';
+import { traceparent } from '../../platform/tracing.ts';
 
 /** Event types of the spec's webhook catalogue (variant.* are marked as future there). */
 export type EventType =
@@ -46,6 +47,8 @@ export interface OutboxRow {
   readonly type?: EventType;
   /** A domain event's catalog, which GET /events lists it under; absent for work messages. */
   readonly catalogId?: string;
+  /** The trace context it continues (W3C traceparent); by default, the span current when it is written. */
+  readonly traceparent?: string;
 }
 
 export interface WriteOutboxOptions {
@@ -65,16 +68,17 @@ const EVENTS_PER_ROW = 1000;
 
 /**
  * The INSERT of the records `select` yields as (event_id, topic, key, payload, type,
- * catalog_id, ord), grouped into rows by topic and catalog, each row's records in `ord` order
+ * catalog_id, ord, traceparent), grouped into rows by topic and catalog, each row's records in `ord` order
  * (rows get their ids in the order of their first record). `returning` names what it returns.
  */
 function insertRecords(select: SqlFragment, returning: SqlFragment): SqlFragment {
-  return sql`INSERT INTO outbox (topic, catalog_id, event_ids, keys, types, payloads, size, first_event_id, last_event_id)
+  return sql`INSERT INTO outbox (topic, catalog_id, event_ids, keys, types, payloads, size, first_event_id, last_event_id, traceparents)
       SELECT r.topic, r.catalog_id, array_agg(r.event_id ORDER BY r.n), array_agg(r.key ORDER BY r.n),
         array_agg(r.type ORDER BY r.n), array_agg(r.payload ORDER BY r.n), count(*),
-        min(r.event_id::text COLLATE "C")::uuid, max(r.event_id::text COLLATE "C")::uuid
+        min(r.event_id::text COLLATE "C")::uuid, max(r.event_id::text COLLATE "C")::uuid,
+        CASE WHEN bool_or(r.tp IS NOT NULL) THEN array_agg(r.tp ORDER BY r.n) END
       FROM (SELECT s.*, row_number() OVER (PARTITION BY s.topic, s.catalog_id ORDER BY s.ord) AS n
-              FROM (${select}) AS s(event_id, topic, key, payload, type, catalog_id, ord)) AS r
+              FROM (${select}) AS s(event_id, topic, key, payload, type, catalog_id, ord, tp)) AS r
       GROUP BY r.topic, r.catalog_id, (r.n - 1) / ${EVENTS_PER_ROW}
       ORDER BY min(r.ord)
       RETURNING ${returning}`;
@@ -83,7 +87,7 @@ function insertRecords(select: SqlFragment, returning: SqlFragment): SqlFragment
 /**
  * For a statement that appends events in one round trip with the change they report: its
  * `events` and `notified` CTEs, `events` appending the records `select` yields (event_id, topic,
- * key, payload, type, catalog_id, ord: see insertRecords) and `notified` waking the relay when
+ * key, payload, type, catalog_id, ord, traceparent: see insertRecords) and `notified` waking the relay when
  * it appended any.
  */
 export function appendEventsCtes(select: SqlFragment): SqlFragment {
@@ -103,7 +107,7 @@ export function appendEventsCtes(select: SqlFragment): SqlFragment {
 export async function appendRows(db: Db, select: SqlFragment): Promise<Array<{ key: string; eventId: string }>> {
   const rows = await query<{ key: string; event_id: string }>(db, sql`
     WITH appended AS (
-      ${insertRecords(sql`SELECT a.event_id, a.topic, a.key, a.payload, a.type, NULL::uuid, 0 FROM (${select}) AS a(event_id, topic, key, payload, type)`,
+      ${insertRecords(sql`SELECT a.event_id, a.topic, a.key, a.payload, a.type, NULL::uuid, 0, NULL::text FROM (${select}) AS a(event_id, topic, key, payload, type)`,
         sql`keys, event_ids`)}
     ), notified AS (
       SELECT pg_notify(${OUTBOX_CHANNEL}::text, '') FROM (SELECT 1 FROM appended LIMIT 1) AS any_row
@@ -181,9 +185,10 @@ export function messageRow(input: { topic: string; key: string; body: unknown; e
  */
 export async function writeOutbox(db: Db, rows: readonly OutboxRow[], options: WriteOutboxOptions = {}): Promise<void> {
   if (rows.length === 0) return;
-  const insert = insertRecords(sql`SELECT * FROM unnest(${rows.map((r) => r.eventId)}::uuid[], ${rows.map((r) => r.topic)}::text[],
+  const current = traceparent() ?? null;
+  const insert = insertRecords(sql`SELECT e, t, k, p, y, c, o, tp FROM unnest(${rows.map((r) => r.eventId)}::uuid[], ${rows.map((r) => r.topic)}::text[],
       ${rows.map((r) => r.key)}::text[], ${rows.map((r) => r.payload)}::text[], ${rows.map((r) => r.type ?? null)}::text[],
-      ${rows.map((r) => r.catalogId ?? null)}::uuid[]) WITH ORDINALITY`, sql`1`);
+      ${rows.map((r) => r.catalogId ?? null)}::uuid[], ${rows.map((r) => r.traceparent ?? current)}::text[]) WITH ORDINALITY AS u(e, t, k, p, y, c, tp, o)`, sql`1`);
   // The notification rides on the insert: one round trip, hot paths included.
   await query(db, options.notify === false ? insert : sql`WITH written AS (${insert}) SELECT pg_notify(${OUTBOX_CHANNEL}::text, '')`);
 }
@@ -202,6 +207,8 @@ export interface OutboxRecord {
   readonly catalog_id: string | null;
   /** When the transaction that wrote it ran, in milliseconds since the epoch: its Kafka timestamp. */
   readonly committed_at: string;
+  /** The trace context of the change that wrote it; null when it was not traced. */
+  readonly traceparent: string | null;
 }
 
 // Any constant works as long as every relay uses the same one.
@@ -225,7 +232,7 @@ export async function claimOutbox(tx: Db, limit: number): Promise<{ records: Out
   if (taken.length === 0) return { records: [], more: false };
   const records = await query<OutboxRecord>(tx,
     `SELECT o.id AS row, e.event_id, o.topic, e.key, e.payload, e.type, o.catalog_id,
-            floor(extract(epoch FROM o.created_at) * 1000)::bigint::text AS committed_at
+            floor(extract(epoch FROM o.created_at) * 1000)::bigint::text AS committed_at, o.traceparents[e.ord] AS traceparent
        FROM outbox o, unnest(o.event_ids, o.keys, o.payloads, o.types) WITH ORDINALITY AS e(event_id, key, payload, type, ord)
       WHERE o.id = ANY($1::bigint[]) AND o.sent_at IS NULL ORDER BY o.id, e.ord FOR UPDATE OF o SKIP LOCKED`, [taken]);
   return { records, more: taken.length < waiting.length || waiting.length === limit };
