@@ -22,6 +22,7 @@ import { createMetrics } from '../platform/metrics.ts';
 import { cachedReadiness } from '../platform/http/ops.ts';
 import { startOpsServer } from '../platform/http/ops-server.ts';
 import { createStorage } from '../platform/storage/create-storage.ts';
+import { startTracing } from '../platform/tracing.ts';
 
 export interface RunningService {
   orm: Orm;
@@ -62,6 +63,8 @@ export async function startService(config: Config, logger: Logger = createLogger
   // The api role keeps V8's defaults.
   if (config.role !== 'api') holdConsumerHeap(logger);
   try {
+    // First opened, last closed: the spans of the shutdown itself are flushed too.
+    closers.push(await startTracing(process.env, config.role));
     // The contract, the handlers and the router only where requests are served: a consumers
     // process does without their memory.
     const api = config.role === 'consumers' ? undefined : await (await import('./api.ts')).loadApi();
