@@ -144,6 +144,12 @@ export function failSpan(span: Span | undefined, message: string): void {
   if (span && otel) span.setStatus({ code: otel.api.SpanStatusCode.ERROR, message });
 }
 
+/** A Kafka header's text (kafkajs gives a Buffer, or an array when repeated); undefined when absent. */
+export function headerText(value: Buffer | string | ReadonlyArray<Buffer | string> | undefined): string | undefined {
+  const first = Array.isArray(value) ? value[0] : value;
+  return first === undefined ? undefined : String(first);
+}
+
 /** The W3C traceparent of `span`, or of the span current here; undefined with traces off or no span. */
 export function traceparent(span?: Span): string | undefined {
   if (!otel) return undefined;

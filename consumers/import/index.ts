@@ -1,4 +1,5 @@
 // The import consumer: jobs from catalog.imports.v1, plus a sweeper for lapsed upload windows and orphaned jobs.
+import { headerText, inSpan, traceparent } from '../../platform/tracing.ts';
 import type { EachMessagePayload } from 'kafkajs';
 import { recordProcessingFailure } from '../../domain/imports/parking.ts';
 import { processImport } from '../../domain/imports/process.ts';
@@ -89,15 +90,16 @@ export async function startImportConsumer(options: ImportConsumerOptions): Promi
   };
 
   /** One run per job in this process; the processing lock keeps other processes off it. */
-  const runJob = (jobId: string, heartbeat?: () => Promise<void>): Promise<unknown> => {
+  const runJob = (jobId: string, heartbeat?: () => Promise<void>, started?: string): Promise<unknown> => {
     const current = running.get(jobId);
     if (current) return current;
-    // A job outlives the message or sweep that started it, and later callers share it.
-    const run = detached(() => processImport({
+    // A job outlives the message or sweep that started it, and later callers share it: its span
+    // continues the message that started it, or begins a trace when a sweep resumes it.
+    const run = detached(() => inSpan('import job', { parent: started ?? null, attributes: { 'catalog.import.id': jobId } }, () => processImport({
       orm: options.orm, storage, databaseUrl: options.config.databaseUrl, logger: log, mediaRefreshAgeHours: options.config.media.refreshAgeHours,
       ...(heartbeat ? { heartbeat } : {}), stopping: () => stopping,
       ...(options.metrics ? { onCommitted: countLines(options.metrics) } : {}),
-    }, jobId))
+    }, jobId)))
       .catch(async (error: unknown) => {
         const outcome = await afterFailure(jobId, error);
         if (outcome === 'failed' || outcome === 'parked') options.metrics?.importFailures.inc({ outcome });
@@ -143,8 +145,11 @@ export async function startImportConsumer(options: ImportConsumerOptions): Promi
         log.warn({ offset: message.offset }, 'skipped a record that is not an import job');
         return;
       }
-      const outcome = await runJob(body.jobId, heartbeat);
-      log.debug({ jobId: body.jobId, outcome }, 'import message handled');
+      const jobId = body.jobId;
+      const outcome = await inSpan(`process ${TOPICS.imports}`, {
+        kind: 'consumer', parent: headerText(message.headers?.traceparent) ?? null, attributes: { 'messaging.system': 'kafka', 'catalog.import.id': jobId },
+      }, (span) => runJob(jobId, heartbeat, traceparent(span)));
+      log.debug({ jobId, outcome }, 'import message handled');
     },
   });
   const consumer = await joining.catch((error: unknown) => {

@@ -1,4 +1,5 @@
 // The media consumer's jobs in memory: taken from Kafka under a lease in Postgres, run through the host gate (each asset's in order), queued again when a lease lapses.
+import { inSpan } from '../../platform/tracing.ts';
 import { leaseAssets, releaseAssets, takeLapsedLeases } from '../../domain/media/asset-store.ts';
 import { assetKey, loadAssets } from '../../domain/media/assets.ts';
 import { ingestMedia } from '../../domain/media/ingest.ts';
@@ -68,7 +69,7 @@ export function createJobQueue(options: {
       if (stopping) return;
       // Behind another job of the asset, it reads the asset as that one left it.
       const current = before ? (await loadAssets(db, [job])).get(key) : loaded;
-      const outcome = await ingestMedia(deps, job, current);
+      const outcome = await inSpan('media job', { parent: job.traceparent ?? null, attributes: { 'catalog.media.source_url_hash': job.sourceUrlHash } }, () => ingestMedia(deps, job, current));
       counts[outcome] += 1;
       options.onOutcome?.(outcome);
     })().catch((error: unknown) => {
