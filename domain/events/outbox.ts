@@ -67,6 +67,14 @@ export const OUTBOX_CHANNEL = 'outbox';
 const EVENTS_PER_ROW = 1000;
 
 /**
+ * A row's trace contexts: none when no record was traced (traces off), one when all its records
+ * share it (a request's, an import batch's: the common case), else one per record.
+ */
+const TRACEPARENTS = sql.raw(`CASE WHEN bool_or(r.tp IS NOT NULL) THEN CASE
+    WHEN bool_and(r.tp IS NOT NULL) AND min(r.tp COLLATE "C") = max(r.tp COLLATE "C") THEN ARRAY[min(r.tp COLLATE "C")]
+    ELSE array_agg(r.tp ORDER BY r.n) END END`);
+
+/**
  * The INSERT of the records `select` yields as (event_id, topic, key, payload, type,
  * catalog_id, ord, traceparent), grouped into rows by topic and catalog, each row's records in `ord` order
  * (rows get their ids in the order of their first record). `returning` names what it returns.
@@ -76,7 +84,7 @@ function insertRecords(select: SqlFragment, returning: SqlFragment): SqlFragment
       SELECT r.topic, r.catalog_id, array_agg(r.event_id ORDER BY r.n), array_agg(r.key ORDER BY r.n),
         array_agg(r.type ORDER BY r.n), array_agg(r.payload ORDER BY r.n), count(*),
         min(r.event_id::text COLLATE "C")::uuid, max(r.event_id::text COLLATE "C")::uuid,
-        CASE WHEN bool_or(r.tp IS NOT NULL) THEN array_agg(r.tp ORDER BY r.n) END
+        ${TRACEPARENTS}
       FROM (SELECT s.*, row_number() OVER (PARTITION BY s.topic, s.catalog_id ORDER BY s.ord) AS n
               FROM (${select}) AS s(event_id, topic, key, payload, type, catalog_id, ord, tp)) AS r
       GROUP BY r.topic, r.catalog_id, (r.n - 1) / ${EVENTS_PER_ROW}
@@ -232,7 +240,7 @@ export async function claimOutbox(tx: Db, limit: number): Promise<{ records: Out
   if (taken.length === 0) return { records: [], more: false };
   const records = await query<OutboxRecord>(tx,
     `SELECT o.id AS row, e.event_id, o.topic, e.key, e.payload, e.type, o.catalog_id,
-            floor(extract(epoch FROM o.created_at) * 1000)::bigint::text AS committed_at, o.traceparents[e.ord] AS traceparent
+            floor(extract(epoch FROM o.created_at) * 1000)::bigint::text AS committed_at, o.traceparents[CASE WHEN cardinality(o.traceparents) = 1 THEN 1 ELSE e.ord END] AS traceparent
        FROM outbox o, unnest(o.event_ids, o.keys, o.payloads, o.types) WITH ORDINALITY AS e(event_id, key, payload, type, ord)
       WHERE o.id = ANY($1::bigint[]) AND o.sent_at IS NULL ORDER BY o.id, e.ord FOR UPDATE OF o SKIP LOCKED`, [taken]);
   return { records, more: taken.length < waiting.length || waiting.length === limit };

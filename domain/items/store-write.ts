@@ -150,7 +150,7 @@ function writeStatement(catalogId: string, input: WriteInput, stored: boolean, r
           '","catalogId":"', ${catalogId}::text, '","resourceId":', to_json(s.external_id), ',"createdAt":', to_json(s.at), ',"data":',
           CASE WHEN s.inserted THEN s.item ELSE concat(left(s.item, -1), ',"previousContentHash":"', s.previous_content_hash,
             '","changedFields":', to_json(s.changed_fields), '}') END, '}'),
-        CASE WHEN s.inserted THEN 'item.created' ELSE 'item.updated' END, ${catalog}, s.ord, s.tp
+        CASE WHEN s.inserted THEN 'item.created' ELSE 'item.updated' END, ${catalog}, s.ord, coalesce(s.tp, ${input.traceparent}::text)
       FROM snapshots s`)}${rider ? sql`, ${rider.ctes}` : sql``}
     ${stored ? RETURN_STORED : rider ? sql`${RETURN_KEYS}, NULL::bigint AS applied ${AFTER_NOTIFY}
     UNION ALL SELECT NULL, NULL, NULL, NULL, ${rider.applied}` : sql`${RETURN_KEYS} ${AFTER_NOTIFY}`}`);
@@ -193,12 +193,13 @@ export interface WriteInput {
   readonly names: Names;
   /** The rows, as the statement's JSON input: an array of arrays in INPUT_COLUMNS order. */
   readonly rows: string;
+  /** The trace context of the rows that have none of their own: the span current when it was built. */
+  readonly traceparent: string | null;
 }
 
 /** The write statement's input for `candidates`: ids for their events, and the ids of the names known. */
 export function writeInput(candidates: readonly WriteCandidate[], names: Names): WriteInput {
   const now = new Date().toISOString();
-  const current = traceparent() ?? null;
   const rows = JSON.stringify(candidates.map(({ id, item, fingerprint, traceparent: caller }, ord) => {
     const categoryKey = item.category ? nameKey(item.category.name) : null;
     const brandKey = item.brand ? nameKey(item.brand.name) : null;
@@ -209,8 +210,8 @@ export function writeInput(candidates: readonly WriteCandidate[], names: Names):
       item.gtin13, item.ncm, categoryKey, categoryKey === null ? null : names.categories.get(categoryKey) ?? null,
       brandKey, brandKey === null ? null : names.brands.get(brandKey) ?? null,
       item.tags, item.metadata, item.media.map((m) => ({ url: m.url, role: m.role, sortOrder: m.sortOrder, sourceUrlHash: m.sourceUrlHash })),
-      item.trackStock, item.contentHash, fingerprint ?? null, caller ?? current,
+      item.trackStock, item.contentHash, fingerprint ?? null, caller ?? null,
     ];
   }));
-  return { names, rows };
+  return { names, rows, traceparent: traceparent() ?? null };
 }

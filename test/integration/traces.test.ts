@@ -2,6 +2,9 @@
 import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
 import * as api from '../../generated/client.ts';
@@ -9,7 +12,7 @@ import { startZipkin } from '../../scripts/zipkin.ts';
 import type { RunningZipkin } from '../../scripts/zipkin.ts';
 import { clientOptions, expectData } from '../helpers/client.ts';
 import { startConsumersProcess } from '../helpers/consumers-process.ts';
-import { item } from '../helpers/imports.ts';
+import { item, jsonl, runImport } from '../helpers/imports.ts';
 import { testRuntime } from '../helpers/runtime.ts';
 import { spawnService } from '../helpers/spawned-service.ts';
 import type { SpawnedService } from '../helpers/spawned-service.ts';
@@ -31,6 +34,7 @@ interface ZipkinSpan {
   tags?: Record<string, string>;
 }
 
+const storageDir = mkdtempSync(join(tmpdir(), 'catalog-traces-'));
 let zipkin: RunningZipkin;
 let service: SpawnedService;
 let receiver: Receiver;
@@ -43,6 +47,8 @@ before(async () => {
   const tracing = {
     OTEL_TRACES_EXPORTER: 'zipkin', OTEL_EXPORTER_ZIPKIN_ENDPOINT: `${zipkin.url}/api/v2/spans`, OTEL_BSP_SCHEDULE_DELAY: '200',
     WEBHOOK_ALLOW_HTTP: 'true', OUTBOUND_ALLOW_PRIVATE: 'true', WEBHOOK_RETRY_DELAYS_MS: '0,300,300,300,300,300,300,300',
+    // Both processes read the uploaded import files.
+    STORAGE_DIR: storageDir,
   };
   service = await spawnService(FILE, testRuntime(), { env: tracing, serveArgs: ['--role', 'api'] });
   await startConsumersProcess({
@@ -60,6 +66,7 @@ after(async () => {
   await service?.stop();
   await receiver?.close();
   await zipkin?.stop();
+  rmSync(storageDir, { recursive: true, force: true });
 });
 
 /** The trace's spans once `complete` says they are all there. */
@@ -127,3 +134,28 @@ test('an upsert, its event and both attempts of its webhook delivery, the first 
   assert.equal(attempts[1]!.tags?.error, undefined);
   assert.deepEqual(given.map((parts) => parts[2]), attempts.map((a) => a.id), 'each attempt carried its own span');
 });
+
+test('an import is one trace: its start request, its work message, the job, each batch, and the events its items caused', async () => {
+  const traceId = randomBytes(16).toString('hex');
+  const callerSpan = randomBytes(8).toString('hex');
+  const opts = clientOptions(service.url, tenant.key, { traceparent: `00-${traceId}-${callerSpan}-01` });
+  const job = await runImport(opts, jsonl([item(`IMP-${Date.now()}-1`), item(`IMP-${Date.now()}-2`)]));
+  assert.equal(job.status, 'completed');
+
+  const spans = await traceOf(traceId, (all) => all.some((s) => s.name === 'import batch') && all.some((s) => s.name === 'send catalog.events.v1'));
+  const byId = new Map(spans.map((s) => [s.id, s]));
+  const parentOf = (span: ZipkinSpan | undefined) => (span?.parentId === undefined ? undefined : byId.get(span.parentId));
+  const tree = JSON.stringify(spans.map((s) => `${s.localEndpoint?.serviceName} ${s.name} <- ${parentOf(s)?.name ?? s.parentId ?? 'root'}`));
+  const named = (name: string) => spans.find((s) => s.name === name);
+  const start = named('startimport');
+  assert.equal(start?.parentId, callerSpan, tree);
+  assert.equal(parentOf(named('send catalog.imports.v1')), start, tree);
+  assert.equal(parentOf(named('process catalog.imports.v1')), named('send catalog.imports.v1'), tree);
+  assert.equal(parentOf(named('import job')), named('process catalog.imports.v1'), tree);
+  assert.equal(parentOf(named('import batch')), named('import job'), tree);
+  assert.equal(named('import job')?.localEndpoint?.serviceName, 'catalog-consumers');
+  // The items' events were written by the batch: their publication is in its trace, under it.
+  const ancestors = (span: ZipkinSpan | undefined): ZipkinSpan[] => (span === undefined ? [] : [span, ...ancestors(parentOf(span))]);
+  assert.ok(ancestors(named('send catalog.events.v1')).includes(named('import batch')!), tree);
+});
+

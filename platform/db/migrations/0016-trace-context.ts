@@ -5,7 +5,8 @@ export class TraceContext extends Migration {
   override name = '0016-trace-context';
 
   override up(): void {
-    // Parallel to the row's records, as event_ids; NULL when none of them was traced (traces off).
+    // Parallel to the row's records, as event_ids, or one shared by all of them; NULL when none
+    // of them was traced (traces off).
     this.addSql('ALTER TABLE outbox ADD COLUMN traceparents text[];');
     this.addSql('ALTER TABLE webhook_deliveries ADD COLUMN traceparent text;');
   }
