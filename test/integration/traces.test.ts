@@ -142,7 +142,9 @@ test('an import is one trace: its start request, its work message, the job, each
   const job = await runImport(opts, jsonl([item(`IMP-${Date.now()}-1`), item(`IMP-${Date.now()}-2`)]));
   assert.equal(job.status, 'completed');
 
-  const spans = await traceOf(traceId, (all) => all.some((s) => s.name === 'import batch') && all.some((s) => s.name === 'send catalog.events.v1'));
+  // A job's span ends, and is exported, after its batches' spans.
+  const expected = ['startimport', 'send catalog.imports.v1', 'process catalog.imports.v1', 'import job', 'import batch', 'send catalog.events.v1'];
+  const spans = await traceOf(traceId, (all) => expected.every((name) => all.some((s) => s.name === name)));
   const byId = new Map(spans.map((s) => [s.id, s]));
   const parentOf = (span: ZipkinSpan | undefined) => (span?.parentId === undefined ? undefined : byId.get(span.parentId));
   const tree = JSON.stringify(spans.map((s) => `${s.localEndpoint?.serviceName} ${s.name} <- ${parentOf(s)?.name ?? s.parentId ?? 'root'}`));
