@@ -120,7 +120,7 @@ test('compose stack: the api\'s /metrics on its operations port only, Prometheus
   const began = Date.now();
   let answer: Array<{ metric: Record<string, string>; value: [number, string] }> = [];
   while (Date.now() - began < DELIVERY_SAFETY_NET_MS) {
-    answer = await prometheus('/api/v1/query?query=' + encodeURIComponent('sum by (role) (catalog_import_lines_total{job="catalog"})'));
+    answer = (await prometheus<{ result: typeof answer }>(`/api/v1/query?query=${encodeURIComponent('sum by (role) (catalog_import_lines_total{job="catalog"})')}`)).result;
     const targets = await prometheus<{ activeTargets: Array<{ labels: Record<string, string>; health: string }> }>('/api/v1/targets');
     const up = new Set(targets.activeTargets.filter((t) => t.health === 'up').map((t) => t.labels.role));
     if (up.has('api') && up.has('consumers') && answer.some((sample) => sample.metric.role === 'consumers')) break;
