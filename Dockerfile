@@ -25,11 +25,11 @@ COPY --from=dependencies /app/node_modules ./node_modules
 COPY . .
 RUN mkdir -p /app/.data && chown node:node /app/.data
 USER node
-EXPOSE 8080
-# Readiness (Postgres and Kafka answer) where the process serves HTTP: the api and all roles. A
-# consumers-only process serves nothing to probe; compose.yaml turns the check off for it.
+# The API (api and all roles) and the operations port (/metrics, /healthz, /readyz; every role).
+EXPOSE 8080 9464
+# Readiness (Postgres and Kafka answer) on the operations port, which every role serves.
 HEALTHCHECK --interval=10s --timeout=5s --start-period=60s --retries=6 \
-  CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 8080) + '/readyz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
+  CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.OPS_PORT || 9464) + '/readyz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 # The service handles SIGTERM itself (drains requests, commits consumer offsets, exits 0);
 # compose runs it under `init: true` so a stray child process is reaped too.
 CMD ["node", "cli/main.ts", "serve"]

@@ -14,6 +14,7 @@ import { createKafkaClient } from '../platform/kafka/client.ts';
 import { startWhenKafkaAnswers } from '../platform/kafka/patience.ts';
 import { ensureKafka } from '../scripts/kafka.ts';
 import type { KafkaClient } from '../platform/kafka/client.ts';
+import { consumerLag } from '../platform/kafka/lag.ts';
 import type { Logger } from '../platform/log/logger.ts';
 import type { Orm } from '../platform/db/orm.ts';
 import { createLogger } from '../platform/log/logger.ts';
@@ -21,7 +22,10 @@ import { holdConsumerHeap, releaseStartupMemory } from '../platform/memory.ts';
 import { keyCounter } from '../domain/access/key-store.ts';
 import { outboxBacklog } from '../domain/events/outbox.ts';
 import { createMetrics } from '../platform/metrics.ts';
+import { cachedReadiness } from '../platform/http/ops.ts';
+import { startOpsServer } from '../platform/http/ops-server.ts';
 import { createStorage } from '../platform/storage/create-storage.ts';
+import { startTracing } from '../platform/tracing.ts';
 
 export interface RunningService {
   orm: Orm;
@@ -29,6 +33,8 @@ export interface RunningService {
   services: Services | undefined;
   /** Base address of the HTTP listener, when this process plays the api role. */
   url: string | undefined;
+  /** Base address of the operations listener (/metrics, /healthz, /readyz), every role. */
+  opsUrl: string;
   kafka: KafkaClient;
   close(): Promise<void>;
 }
@@ -59,6 +65,8 @@ export async function startService(config: Config, logger: Logger = createLogger
   // The api role keeps V8's defaults.
   if (config.role !== 'api') holdConsumerHeap(logger);
   try {
+    // First opened, last closed: the spans of the shutdown itself are flushed too.
+    closers.push(await startTracing(process.env, config.role));
     // The contract, the handlers and the router only where requests are served: a consumers
     // process does without their memory.
     const api = config.role === 'consumers' ? undefined : await (await import('./api.ts')).loadApi();
@@ -77,15 +85,24 @@ export async function startService(config: Config, logger: Logger = createLogger
     closers.push(async () => topics.stop());
     const storage = createStorage(config);
     // One registry per process: the API serves it, the consumers count into it.
-    const metrics = createMetrics({ outboxBacklog: () => outboxBacklog(orm.em.fork()) });
+    const kafkaReachable = () => kafka.ping(2000);
+    const readiness = cachedReadiness({ orm, kafkaReachable });
+    const metrics = createMetrics({
+      outboxBacklog: () => outboxBacklog(orm.em.fork()), dependencies: readiness,
+      ...(config.role === 'api' ? {} : { consumerLag: () => consumerLag(kafka) }),
+    });
     // Each statement's time by name in /metrics and, at LOG_LEVEL=debug, in the log.
     const logStatements = logger.isLevelEnabled('debug');
     observeStatements(orm, (statement, seconds) => {
       metrics.statementDuration.observe({ statement }, seconds);
       if (logStatements) logger.debug({ statement, ms: Math.round(seconds * 1e6) / 1e3 }, 'statement');
     });
+    // Before the consumers start: their group joins can take a while, and liveness must answer meanwhile.
+    const ops = await startOpsServer({ metrics, readiness, logger }, config.opsPort, config.opsHost);
+    closers.push(ops.close);
+    logger.info({ url: ops.url, role: config.role }, 'operations port listening');
     const services: Services | undefined = api && {
-      config, logger, orm, storage, countKey: keyCounter(orm.em), contract: api.contract, metrics, kafkaReachable: () => kafka.ping(2000),
+      config, logger, orm, storage, countKey: keyCounter(orm.em), contract: api.contract, metrics, kafkaReachable, readiness,
     };
     if (config.role !== 'api') {
       // The relay runs with the consumers: an api-only fleet leaves events safely in the outbox.
@@ -103,7 +120,7 @@ export async function startService(config: Config, logger: Logger = createLogger
       const workers = [
         startWhenKafkaAnswers('the import consumer', whenTopics(() => startImportConsumer({ config, kafka, orm, storage, metrics, logger })), logger),
         startWhenKafkaAnswers('the webhook workers', whenTopics(() => startWebhookWorkers({ config, kafka, orm, metrics, logger })), logger),
-        startWhenKafkaAnswers('the media consumer', whenTopics(() => startMediaConsumer({ config, kafka, orm, storage, logger })), logger),
+        startWhenKafkaAnswers('the media consumer', whenTopics(() => startMediaConsumer({ config, kafka, orm, storage, metrics, logger })), logger),
       ];
       // Stopped side by side: each consumer's stop waits out its fetch in flight (kafkajs' 5 s
       // long poll), which one after the other would add up.
@@ -126,7 +143,7 @@ export async function startService(config: Config, logger: Logger = createLogger
       logger.info({ role: config.role }, 'catalog consumers running');
     }
     await releaseStartupMemory();
-    return { orm, services, url, kafka, close };
+    return { orm, services, url, opsUrl: ops.url, kafka, close };
   } catch (error) {
     await close();
     throw error;

@@ -166,7 +166,7 @@ async function main(): Promise<void> {
   const databaseUrl = await freshBenchDatabase(ADMIN_URL, DB_NAME);
   const env: NodeJS.ProcessEnv = {
     ...process.env, DATABASE_URL: databaseUrl, KAFKA_BROKERS: brokers, KAFKA_TOPIC_PREFIX: TOPIC_PREFIX,
-    PORT: String(PORT), HOST: '127.0.0.1', STORAGE_DIR: join(work, 'storage'), DATA_DIR: join(work, 'data'),
+    PORT: String(PORT), HOST: '127.0.0.1', OPS_PORT: '0', STORAGE_DIR: join(work, 'storage'), DATA_DIR: join(work, 'data'),
     SIGNING_SECRET: 'bench-signing-secret-0123456789abcdef01234567', LOG_LEVEL: 'warn',
   };
   const cli = (...args: string[]) => execFileSync(process.execPath, ['cli/main.ts', ...args], { env, encoding: 'utf8' }).trim().split('\n').at(-1)!;

@@ -171,7 +171,7 @@ async function main(): Promise<void> {
   const { key } = await createApiKey(em, { catalogId: service.id, scopes: ['catalog:write', 'catalog:read'], tier: 'enterprise', rateLimitPerMinute: 1_000_000_000 });
   await orm.close();
 
-  const env = { ...process.env, DATABASE_URL: databaseUrl, KAFKA_BROKERS: brokers.join(','), KAFKA_TOPIC_PREFIX: 'bench.', LOG_LEVEL: 'warn' };
+  const env = { ...process.env, DATABASE_URL: databaseUrl, KAFKA_BROKERS: brokers.join(','), KAFKA_TOPIC_PREFIX: 'bench.', LOG_LEVEL: 'warn', OPS_PORT: '0' };
   const api = spawn(process.execPath, ['cli/main.ts', 'serve', '--role', 'api'], { env: { ...env, PORT: String(SERVICE_PORT) }, stdio: ['ignore', 'ignore', 'inherit'] });
   const bare = fork('bench/baseline-server.ts', { env: { ...env, PORT: String(BASELINE_PORT), CATALOG_ID: baseline.id }, stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
   const serviceUrl = `http://127.0.0.1:${SERVICE_PORT}`;

@@ -110,7 +110,7 @@ for (let i = 0; i < WEBHOOKS; i++) {
 
 // The consumers process, as deployed.
 const env = {
-  ...process.env, ...SERVICE_PROCESS_ENV, ROLE: 'consumers', PORT: '0', DATABASE_URL: databaseUrl, KAFKA_BROKERS: brokers.join(','),
+  ...process.env, ...SERVICE_PROCESS_ENV, ROLE: 'consumers', PORT: '0', OPS_PORT: '0', DATABASE_URL: databaseUrl, KAFKA_BROKERS: brokers.join(','),
   KAFKA_TOPIC_PREFIX: prefix, LOG_LEVEL: 'info', WEBHOOK_ALLOW_HTTP: 'true', OUTBOUND_ALLOW_PRIVATE: 'true',
   DATA_DIR: mkdtempSync(join(tmpdir(), 'catalog-bench-')), SIGNING_SECRET: 'bench-signing-secret-0123456789abcdef0123456789',
 };

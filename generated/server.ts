@@ -929,7 +929,8 @@ export interface paths {
         };
         /**
          * Liveness probe
-         * @description 200 while the process is up; checks no dependency. No authentication, not rate limited.
+         * @description 200 while the process is up; checks no dependency. Served on the API port and on the
+         *     operations port (`OPS_PORT`). No authentication, not rate limited.
          */
         get: operations["getHealth"];
         put?: never;
@@ -952,7 +953,9 @@ export interface paths {
          * @description 200 when this instance can serve: the database answers. 503 otherwise (take the instance
          *     out of the load balancer). Kafka's state is reported beside it but does not decide:
          *     during a Kafka outage the API keeps serving, and events wait in the outbox until the
-         *     broker is back. The body names each check. No authentication, not rate limited.
+         *     broker is back. The body names each check. Served on the API port and on the
+         *     operations port (`OPS_PORT`); the checks run at most once a second per process, probes
+         *     in between get the last answer. No authentication, not rate limited.
          */
         get: operations["getReadiness"];
         put?: never;
@@ -973,8 +976,9 @@ export interface paths {
         /**
          * Prometheus metrics
          * @description Metrics in the Prometheus text exposition format (HTTP requests by operation and
-         *     status, import lines, webhook deliveries, outbox lag, process metrics). No
-         *     authentication, not rate limited: expose it only on a private network.
+         *     status, import lines, webhook deliveries, outbox lag, process metrics), of the process
+         *     that answers. Served only on the operations port, a listener of its own that every
+         *     role opens; no authentication, not rate limited: keep that port on a private network.
          */
         get: operations["getMetrics"];
         put?: never;
@@ -1100,6 +1104,14 @@ export interface webhooks {
                  * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
                  */
                 "webhook-signature": components["parameters"]["StandardWebhookSignature"];
+                /**
+                 * @description W3C trace context, only when the service runs with traces on: this attempt's span, in the
+                 *     trace of the request (or job) that made the change, so a receiver that continues it shows
+                 *     its handling in the same trace. Each attempt, retries included, has its own span. Not
+                 *     signed; ignore it unless you trace.
+                 * @example 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01
+                 */
+                traceparent?: components["parameters"]["WebhookTraceparent"];
             };
             path?: never;
             cookie?: never;
@@ -1170,6 +1182,14 @@ export interface webhooks {
                  * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
                  */
                 "webhook-signature": components["parameters"]["StandardWebhookSignature"];
+                /**
+                 * @description W3C trace context, only when the service runs with traces on: this attempt's span, in the
+                 *     trace of the request (or job) that made the change, so a receiver that continues it shows
+                 *     its handling in the same trace. Each attempt, retries included, has its own span. Not
+                 *     signed; ignore it unless you trace.
+                 * @example 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01
+                 */
+                traceparent?: components["parameters"]["WebhookTraceparent"];
             };
             path?: never;
             cookie?: never;
@@ -1241,6 +1261,14 @@ export interface webhooks {
                  * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
                  */
                 "webhook-signature": components["parameters"]["StandardWebhookSignature"];
+                /**
+                 * @description W3C trace context, only when the service runs with traces on: this attempt's span, in the
+                 *     trace of the request (or job) that made the change, so a receiver that continues it shows
+                 *     its handling in the same trace. Each attempt, retries included, has its own span. Not
+                 *     signed; ignore it unless you trace.
+                 * @example 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01
+                 */
+                traceparent?: components["parameters"]["WebhookTraceparent"];
             };
             path?: never;
             cookie?: never;
@@ -1310,6 +1338,14 @@ export interface webhooks {
                  * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
                  */
                 "webhook-signature": components["parameters"]["StandardWebhookSignature"];
+                /**
+                 * @description W3C trace context, only when the service runs with traces on: this attempt's span, in the
+                 *     trace of the request (or job) that made the change, so a receiver that continues it shows
+                 *     its handling in the same trace. Each attempt, retries included, has its own span. Not
+                 *     signed; ignore it unless you trace.
+                 * @example 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01
+                 */
+                traceparent?: components["parameters"]["WebhookTraceparent"];
             };
             path?: never;
             cookie?: never;
@@ -1379,6 +1415,14 @@ export interface webhooks {
                  * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
                  */
                 "webhook-signature": components["parameters"]["StandardWebhookSignature"];
+                /**
+                 * @description W3C trace context, only when the service runs with traces on: this attempt's span, in the
+                 *     trace of the request (or job) that made the change, so a receiver that continues it shows
+                 *     its handling in the same trace. Each attempt, retries included, has its own span. Not
+                 *     signed; ignore it unless you trace.
+                 * @example 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01
+                 */
+                traceparent?: components["parameters"]["WebhookTraceparent"];
             };
             path?: never;
             cookie?: never;
@@ -1448,6 +1492,14 @@ export interface webhooks {
                  * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
                  */
                 "webhook-signature": components["parameters"]["StandardWebhookSignature"];
+                /**
+                 * @description W3C trace context, only when the service runs with traces on: this attempt's span, in the
+                 *     trace of the request (or job) that made the change, so a receiver that continues it shows
+                 *     its handling in the same trace. Each attempt, retries included, has its own span. Not
+                 *     signed; ignore it unless you trace.
+                 * @example 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01
+                 */
+                traceparent?: components["parameters"]["WebhookTraceparent"];
             };
             path?: never;
             cookie?: never;
@@ -1517,6 +1569,14 @@ export interface webhooks {
                  * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
                  */
                 "webhook-signature": components["parameters"]["StandardWebhookSignature"];
+                /**
+                 * @description W3C trace context, only when the service runs with traces on: this attempt's span, in the
+                 *     trace of the request (or job) that made the change, so a receiver that continues it shows
+                 *     its handling in the same trace. Each attempt, retries included, has its own span. Not
+                 *     signed; ignore it unless you trace.
+                 * @example 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01
+                 */
+                traceparent?: components["parameters"]["WebhookTraceparent"];
             };
             path?: never;
             cookie?: never;
@@ -1586,6 +1646,14 @@ export interface webhooks {
                  * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
                  */
                 "webhook-signature": components["parameters"]["StandardWebhookSignature"];
+                /**
+                 * @description W3C trace context, only when the service runs with traces on: this attempt's span, in the
+                 *     trace of the request (or job) that made the change, so a receiver that continues it shows
+                 *     its handling in the same trace. Each attempt, retries included, has its own span. Not
+                 *     signed; ignore it unless you trace.
+                 * @example 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01
+                 */
+                traceparent?: components["parameters"]["WebhookTraceparent"];
             };
             path?: never;
             cookie?: never;
@@ -1655,6 +1723,14 @@ export interface webhooks {
                  * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
                  */
                 "webhook-signature": components["parameters"]["StandardWebhookSignature"];
+                /**
+                 * @description W3C trace context, only when the service runs with traces on: this attempt's span, in the
+                 *     trace of the request (or job) that made the change, so a receiver that continues it shows
+                 *     its handling in the same trace. Each attempt, retries included, has its own span. Not
+                 *     signed; ignore it unless you trace.
+                 * @example 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01
+                 */
+                traceparent?: components["parameters"]["WebhookTraceparent"];
             };
             path?: never;
             cookie?: never;
@@ -1724,6 +1800,14 @@ export interface webhooks {
                  * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
                  */
                 "webhook-signature": components["parameters"]["StandardWebhookSignature"];
+                /**
+                 * @description W3C trace context, only when the service runs with traces on: this attempt's span, in the
+                 *     trace of the request (or job) that made the change, so a receiver that continues it shows
+                 *     its handling in the same trace. Each attempt, retries included, has its own span. Not
+                 *     signed; ignore it unless you trace.
+                 * @example 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01
+                 */
+                traceparent?: components["parameters"]["WebhookTraceparent"];
             };
             path?: never;
             cookie?: never;
@@ -1793,6 +1877,14 @@ export interface webhooks {
                  * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
                  */
                 "webhook-signature": components["parameters"]["StandardWebhookSignature"];
+                /**
+                 * @description W3C trace context, only when the service runs with traces on: this attempt's span, in the
+                 *     trace of the request (or job) that made the change, so a receiver that continues it shows
+                 *     its handling in the same trace. Each attempt, retries included, has its own span. Not
+                 *     signed; ignore it unless you trace.
+                 * @example 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01
+                 */
+                traceparent?: components["parameters"]["WebhookTraceparent"];
             };
             path?: never;
             cookie?: never;
@@ -1862,6 +1954,14 @@ export interface webhooks {
                  * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
                  */
                 "webhook-signature": components["parameters"]["StandardWebhookSignature"];
+                /**
+                 * @description W3C trace context, only when the service runs with traces on: this attempt's span, in the
+                 *     trace of the request (or job) that made the change, so a receiver that continues it shows
+                 *     its handling in the same trace. Each attempt, retries included, has its own span. Not
+                 *     signed; ignore it unless you trace.
+                 * @example 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01
+                 */
+                traceparent?: components["parameters"]["WebhookTraceparent"];
             };
             path?: never;
             cookie?: never;
@@ -4547,6 +4647,14 @@ export interface components {
          * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
          */
         StandardWebhookSignature: string;
+        /**
+         * @description W3C trace context, only when the service runs with traces on: this attempt's span, in the
+         *     trace of the request (or job) that made the change, so a receiver that continues it shows
+         *     its handling in the same trace. Each attempt, retries included, has its own span. Not
+         *     signed; ignore it unless you trace.
+         * @example 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01
+         */
+        WebhookTraceparent: string;
     };
     requestBodies: never;
     headers: {
@@ -7180,6 +7288,14 @@ export interface operations {
                  * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
                  */
                 "webhook-signature": components["parameters"]["StandardWebhookSignature"];
+                /**
+                 * @description W3C trace context, only when the service runs with traces on: this attempt's span, in the
+                 *     trace of the request (or job) that made the change, so a receiver that continues it shows
+                 *     its handling in the same trace. Each attempt, retries included, has its own span. Not
+                 *     signed; ignore it unless you trace.
+                 * @example 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01
+                 */
+                traceparent?: components["parameters"]["WebhookTraceparent"];
             };
             path?: never;
             cookie?: never;
@@ -7250,6 +7366,14 @@ export interface operations {
                  * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
                  */
                 "webhook-signature": components["parameters"]["StandardWebhookSignature"];
+                /**
+                 * @description W3C trace context, only when the service runs with traces on: this attempt's span, in the
+                 *     trace of the request (or job) that made the change, so a receiver that continues it shows
+                 *     its handling in the same trace. Each attempt, retries included, has its own span. Not
+                 *     signed; ignore it unless you trace.
+                 * @example 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01
+                 */
+                traceparent?: components["parameters"]["WebhookTraceparent"];
             };
             path?: never;
             cookie?: never;
@@ -7320,6 +7444,14 @@ export interface operations {
                  * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
                  */
                 "webhook-signature": components["parameters"]["StandardWebhookSignature"];
+                /**
+                 * @description W3C trace context, only when the service runs with traces on: this attempt's span, in the
+                 *     trace of the request (or job) that made the change, so a receiver that continues it shows
+                 *     its handling in the same trace. Each attempt, retries included, has its own span. Not
+                 *     signed; ignore it unless you trace.
+                 * @example 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01
+                 */
+                traceparent?: components["parameters"]["WebhookTraceparent"];
             };
             path?: never;
             cookie?: never;
@@ -7390,6 +7522,14 @@ export interface operations {
                  * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
                  */
                 "webhook-signature": components["parameters"]["StandardWebhookSignature"];
+                /**
+                 * @description W3C trace context, only when the service runs with traces on: this attempt's span, in the
+                 *     trace of the request (or job) that made the change, so a receiver that continues it shows
+                 *     its handling in the same trace. Each attempt, retries included, has its own span. Not
+                 *     signed; ignore it unless you trace.
+                 * @example 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01
+                 */
+                traceparent?: components["parameters"]["WebhookTraceparent"];
             };
             path?: never;
             cookie?: never;
@@ -7460,6 +7600,14 @@ export interface operations {
                  * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
                  */
                 "webhook-signature": components["parameters"]["StandardWebhookSignature"];
+                /**
+                 * @description W3C trace context, only when the service runs with traces on: this attempt's span, in the
+                 *     trace of the request (or job) that made the change, so a receiver that continues it shows
+                 *     its handling in the same trace. Each attempt, retries included, has its own span. Not
+                 *     signed; ignore it unless you trace.
+                 * @example 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01
+                 */
+                traceparent?: components["parameters"]["WebhookTraceparent"];
             };
             path?: never;
             cookie?: never;
@@ -7530,6 +7678,14 @@ export interface operations {
                  * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
                  */
                 "webhook-signature": components["parameters"]["StandardWebhookSignature"];
+                /**
+                 * @description W3C trace context, only when the service runs with traces on: this attempt's span, in the
+                 *     trace of the request (or job) that made the change, so a receiver that continues it shows
+                 *     its handling in the same trace. Each attempt, retries included, has its own span. Not
+                 *     signed; ignore it unless you trace.
+                 * @example 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01
+                 */
+                traceparent?: components["parameters"]["WebhookTraceparent"];
             };
             path?: never;
             cookie?: never;
@@ -7600,6 +7756,14 @@ export interface operations {
                  * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
                  */
                 "webhook-signature": components["parameters"]["StandardWebhookSignature"];
+                /**
+                 * @description W3C trace context, only when the service runs with traces on: this attempt's span, in the
+                 *     trace of the request (or job) that made the change, so a receiver that continues it shows
+                 *     its handling in the same trace. Each attempt, retries included, has its own span. Not
+                 *     signed; ignore it unless you trace.
+                 * @example 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01
+                 */
+                traceparent?: components["parameters"]["WebhookTraceparent"];
             };
             path?: never;
             cookie?: never;
@@ -7670,6 +7834,14 @@ export interface operations {
                  * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
                  */
                 "webhook-signature": components["parameters"]["StandardWebhookSignature"];
+                /**
+                 * @description W3C trace context, only when the service runs with traces on: this attempt's span, in the
+                 *     trace of the request (or job) that made the change, so a receiver that continues it shows
+                 *     its handling in the same trace. Each attempt, retries included, has its own span. Not
+                 *     signed; ignore it unless you trace.
+                 * @example 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01
+                 */
+                traceparent?: components["parameters"]["WebhookTraceparent"];
             };
             path?: never;
             cookie?: never;
@@ -7740,6 +7912,14 @@ export interface operations {
                  * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
                  */
                 "webhook-signature": components["parameters"]["StandardWebhookSignature"];
+                /**
+                 * @description W3C trace context, only when the service runs with traces on: this attempt's span, in the
+                 *     trace of the request (or job) that made the change, so a receiver that continues it shows
+                 *     its handling in the same trace. Each attempt, retries included, has its own span. Not
+                 *     signed; ignore it unless you trace.
+                 * @example 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01
+                 */
+                traceparent?: components["parameters"]["WebhookTraceparent"];
             };
             path?: never;
             cookie?: never;
@@ -7810,6 +7990,14 @@ export interface operations {
                  * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
                  */
                 "webhook-signature": components["parameters"]["StandardWebhookSignature"];
+                /**
+                 * @description W3C trace context, only when the service runs with traces on: this attempt's span, in the
+                 *     trace of the request (or job) that made the change, so a receiver that continues it shows
+                 *     its handling in the same trace. Each attempt, retries included, has its own span. Not
+                 *     signed; ignore it unless you trace.
+                 * @example 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01
+                 */
+                traceparent?: components["parameters"]["WebhookTraceparent"];
             };
             path?: never;
             cookie?: never;
@@ -7880,6 +8068,14 @@ export interface operations {
                  * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
                  */
                 "webhook-signature": components["parameters"]["StandardWebhookSignature"];
+                /**
+                 * @description W3C trace context, only when the service runs with traces on: this attempt's span, in the
+                 *     trace of the request (or job) that made the change, so a receiver that continues it shows
+                 *     its handling in the same trace. Each attempt, retries included, has its own span. Not
+                 *     signed; ignore it unless you trace.
+                 * @example 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01
+                 */
+                traceparent?: components["parameters"]["WebhookTraceparent"];
             };
             path?: never;
             cookie?: never;
@@ -7950,6 +8146,14 @@ export interface operations {
                  * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
                  */
                 "webhook-signature": components["parameters"]["StandardWebhookSignature"];
+                /**
+                 * @description W3C trace context, only when the service runs with traces on: this attempt's span, in the
+                 *     trace of the request (or job) that made the change, so a receiver that continues it shows
+                 *     its handling in the same trace. Each attempt, retries included, has its own span. Not
+                 *     signed; ignore it unless you trace.
+                 * @example 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01
+                 */
+                traceparent?: components["parameters"]["WebhookTraceparent"];
             };
             path?: never;
             cookie?: never;

@@ -1,5 +1,6 @@
 // Group commit: calls for one key that arrive while that key's previous write is in flight share the next write.
 import { detached } from './async-context.ts';
+import { inSpan, traceparent } from './tracing.ts';
 
 export interface GroupCommitOptions {
   /** A group is written by one call; past this size the rest wait for the next one, so a group's latency stays bounded. */
@@ -9,10 +10,14 @@ export interface GroupCommitOptions {
    * failure reaches only the member it belongs to. Without it every member gets the error.
    */
   readonly retryAlone?: boolean;
+  /** With traces on, a group's write is a span of this name in its first member's trace, linked to the others'. */
+  readonly name?: string;
 }
 
 interface Waiter<T, R> {
   readonly item: T;
+  /** The submitter's trace context (traces on only). */
+  readonly traceparent: string | undefined;
   resolve(result: R): void;
   reject(error: unknown): void;
 }
@@ -32,7 +37,11 @@ export function groupCommit<T, R>(
   const waiting = new Map<string, Waiter<T, R>[]>();
 
   async function writeGroup(key: string, group: readonly Waiter<T, R>[]): Promise<void> {
-    const results = await write(key, group.map((waiter) => waiter.item));
+    const items = group.map((waiter) => waiter.item);
+    const first = group[0]!.traceparent;
+    const results = first === undefined ? await write(key, items) : await inSpan(options.name ?? 'group commit', {
+      parent: first, links: group.slice(1, 33).map((waiter) => waiter.traceparent ?? null), attributes: { 'catalog.group.size': group.length },
+    }, () => write(key, items));
     group.forEach((waiter, i) => waiter.resolve(results[i]!));
   }
 
@@ -51,11 +60,12 @@ export function groupCommit<T, R>(
 
   return (key, item) => new Promise<R>((resolve, reject) => {
     const queue = waiting.get(key);
+    const waiter = { item, traceparent: traceparent(), resolve, reject };
     if (queue) {
-      queue.push({ item, resolve, reject });
+      queue.push(waiter);
       return;
     }
-    const started = [{ item, resolve, reject }];
+    const started = [waiter];
     waiting.set(key, started);
     // The drain writes later callers' items too: it must not run in the first caller's context.
     void detached(() => drain(key, started));

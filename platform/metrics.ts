@@ -2,6 +2,9 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { detached } from './async-context.ts';
 
+// Within Prometheus' default scrape timeout (10 s), with room for the rest of the scrape.
+const LAG_TIMEOUT_MS = 5000;
+
 export interface Metrics {
   readonly registry: Registry;
   readonly requests: Counter<'method' | 'operation' | 'status'>;
@@ -12,6 +15,12 @@ export interface Metrics {
   readonly deliveryAttempts: Counter<'outcome'>;
   /** Time of each database statement run through `query`, by its name (platform/db/sql.ts). */
   readonly statementDuration: Histogram<'statement'>;
+  /** Webhooks disabled after consecutive exhausted deliveries. */
+  readonly webhooksDisabled: Counter;
+  /** Import runs that failed: failed (the sweeper retries it), parked (failed for good). */
+  readonly importFailures: Counter<'outcome'>;
+  /** Media jobs finished, by outcome: ingested, not_modified, unchanged, failed, skipped. */
+  readonly mediaJobs: Counter<'outcome'>;
 }
 
 /** The events the outbox holds that the relay has not published yet. */
@@ -26,6 +35,10 @@ export interface OutboxBacklog {
 export interface MetricsOptions {
   /** Read at every scrape. When it fails (the database is away) the outbox series read NaN: unknown, not zero. */
   readonly outboxBacklog?: () => Promise<OutboxBacklog>;
+  /** The readiness checks (cached for a second), read at every scrape: 1 per dependency that answers. */
+  readonly dependencies?: () => Promise<Readonly<Record<string, string>>>;
+  /** The lag of the consumer groups this process runs, read at every scrape. */
+  readonly consumerLag?: () => Promise<ReadonlyArray<{ group: string; topic: string; messages: number }>>;
 }
 
 export function createMetrics(options: MetricsOptions = {}): Metrics {
@@ -64,6 +77,33 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
     buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
     registers: [registry],
   });
+  const counter = (name: string, help: string, labelNames: readonly string[] = []) => new Counter({ name, help, labelNames, registers: [registry] });
+  const webhooksDisabled = counter('catalog_webhooks_disabled_total', 'Webhooks this process disabled after consecutive exhausted deliveries.');
+  const importFailures = counter('catalog_import_failures_total', 'Import runs that failed in this process: failed (retried by the sweeper), parked (failed for good).', ['outcome']);
+  const mediaJobs = counter('catalog_media_jobs_total', 'Media jobs this process finished, by outcome (ingested, not_modified, unchanged, failed, skipped).', ['outcome']);
+  const { dependencies, consumerLag } = options;
+  if (dependencies) {
+    new Gauge({
+      name: 'catalog_dependency_up', help: 'Whether a dependency answered the readiness check (1) or not (0), as /readyz reports it.',
+      labelNames: ['dependency'] as const, registers: [registry],
+      async collect() {
+        this.reset();
+        for (const [dependency, check] of Object.entries(await detached(dependencies))) this.set({ dependency }, check === 'ok' ? 1 : 0);
+      },
+    });
+  }
+  if (consumerLag) {
+    new Gauge({
+      name: 'catalog_kafka_consumer_lag_messages', help: 'Messages on a topic that a consumer group of this process has not committed yet.',
+      labelNames: ['group', 'topic'] as const, registers: [registry],
+      async collect() {
+        // Unknown while Kafka is away: no series rather than a zero that would read as caught up.
+        this.reset();
+        const lags = await Promise.race([detached(consumerLag), new Promise<[]>((resolve) => setTimeout(() => resolve([]), LAG_TIMEOUT_MS).unref())]).catch(() => []);
+        for (const { group, topic, messages } of lags) this.set({ group, topic }, messages);
+      },
+    });
+  }
   const backlog = options.outboxBacklog;
   if (backlog) {
     // The series come from one reading, taken by whichever is collected first.
@@ -87,5 +127,5 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
       });
     }
   }
-  return { registry, requests, duration, importLines, deliveryAttempts, statementDuration };
+  return { registry, requests, duration, importLines, deliveryAttempts, statementDuration, webhooksDisabled, importFailures, mediaJobs };
 }

@@ -60,7 +60,7 @@ interface Stack {
 
 async function composeStack(daemon: Daemon, work: string): Promise<Stack> {
   const project = `catalog-smoke-${randomBytes(4).toString('hex')}`;
-  const [apiPort, kafkaPort, s3Port] = [await freePort(), await freePort(), await freePort()];
+  const [apiPort, kafkaPort, s3Port, opsPort, prometheusPort] = [await freePort(), await freePort(), await freePort(), await freePort(), await freePort()];
   const env: NodeJS.ProcessEnv = {
     ...process.env,
     // Debian's docker client first, for what Compose runs itself.
@@ -73,11 +73,16 @@ async function composeStack(daemon: Daemon, work: string): Promise<Stack> {
     POSTGRES_IMAGE: IMAGES.postgres,
     KAFKA_IMAGE: IMAGES.kafka,
     S3_IMAGE: IMAGES.s3proxy,
+    PROMETHEUS_IMAGE: IMAGES.prometheus,
     NODE_IMAGE: IMAGES.node,
+    // Prometheus with the alerting rules, scraping every process's operations port.
+    COMPOSE_PROFILES: 'monitoring',
     CATALOG_IMAGE: `${project}/service:local`,
     API_PORT: String(apiPort),
     KAFKA_EXTERNAL_PORT: String(kafkaPort),
     S3_PORT: String(s3Port),
+    API_OPS_PORT: String(opsPort),
+    PROMETHEUS_PORT: String(prometheusPort),
     // The smoke flow's webhook receiver listens on this host, a private address.
     OUTBOUND_ALLOW_PRIVATE: 'true',
     WEBHOOK_ALLOW_HTTP: 'true',
@@ -88,13 +93,15 @@ async function composeStack(daemon: Daemon, work: string): Promise<Stack> {
       SMOKE_API_URL: `http://127.0.0.1:${apiPort}`,
       SMOKE_KAFKA_BROKERS: `localhost:${kafkaPort}`,
       SMOKE_S3_PUBLIC_ENDPOINT: `http://localhost:${s3Port}`,
+      SMOKE_OPS_URL: `http://127.0.0.1:${opsPort}`,
+      SMOKE_PROMETHEUS_URL: `http://127.0.0.1:${prometheusPort}`,
       SMOKE_COMPOSE: JSON.stringify([COMPOSE]),
       SMOKE_LOG: join(work, 'compose.log'),
     },
   };
 }
 
-/** Waits until the api is healthy and the consumers run; fails at once when a container gives up. */
+/** Waits until the api and the consumers are healthy (their operations ports); fails at once when a container gives up. */
 async function stackReady(stack: Stack): Promise<void> {
   const docker = (args: string[]) => run(DOCKER, args, { env: stack.env, capture: true }).then((out) => out.trim());
   const began = Date.now();
@@ -103,9 +110,10 @@ async function stackReady(stack: Stack): Promise<void> {
       await docker(['ps', '-aq', '--filter', `label=com.docker.compose.project=${stack.env.COMPOSE_PROJECT_NAME}`, '--filter', 'label=com.docker.compose.service=consumers'])];
     if (api && consumers) {
       const health = await docker(['inspect', '--format', '{{.State.Health.Status}}', api]);
-      const running = await docker(['inspect', '--format', '{{.State.Running}} {{.RestartCount}}', consumers]);
+      const consumersHealth = await docker(['inspect', '--format', '{{.State.Health.Status}}', consumers]);
       if (health === 'unhealthy') throw new Error('the api container reports unhealthy');
-      if (health === 'healthy' && running.startsWith('true')) return;
+      if (consumersHealth === 'unhealthy') throw new Error('the consumers container reports unhealthy');
+      if (health === 'healthy' && consumersHealth === 'healthy') return;
     }
     if (Date.now() - began > STACK_SAFETY_NET_MS) throw new Error(`the stack was not ready within ${STACK_SAFETY_NET_MS / 60_000} min`);
     await sleep(POLL_MS);

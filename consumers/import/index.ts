@@ -1,4 +1,5 @@
 // The import consumer: jobs from catalog.imports.v1, plus a sweeper for lapsed upload windows and orphaned jobs.
+import { headerText, inSpan, traceparent } from '../../platform/tracing.ts';
 import type { EachMessagePayload } from 'kafkajs';
 import { recordProcessingFailure } from '../../domain/imports/parking.ts';
 import { processImport } from '../../domain/imports/process.ts';
@@ -75,18 +76,23 @@ export async function startImportConsumer(options: ImportConsumerOptions): Promi
    * Starts a job in this process unless it runs here already or the process is full
    * (IMPORT_JOBS_PER_PROCESS); the processing lock keeps other processes off it. A run belongs to
    * the process, not to the Kafka partition that announced it: a rebalance does not touch it, and
-   * a stopping process leaves it at its batch boundary for another one's sweeper.
+   * a stopping process leaves it at its batch boundary for another one's sweeper. Its span
+   * continues the message that announced it, or begins a trace when a sweep takes it.
    */
-  const runJob = (jobId: string): Promise<unknown> | undefined => {
+  const runJob = (jobId: string, started?: string): Promise<unknown> | undefined => {
     const current = running.get(jobId);
     if (current) return current;
     if (running.size >= capacity) return undefined;
-    const run = detached(() => processImport({
+    const run = detached(() => inSpan('import job', { parent: started ?? null, attributes: { 'catalog.import.id': jobId } }, () => processImport({
       orm: options.orm, storage, databaseUrl: options.config.databaseUrl, logger: log, mediaRefreshAgeHours: options.config.media.refreshAgeHours,
       stopping: () => stopping,
       ...(options.metrics ? { onCommitted: countLines(options.metrics) } : {}),
-    }, jobId))
-      .catch((error: unknown) => afterFailure(jobId, error))
+    }, jobId)))
+      .catch(async (error: unknown) => {
+        const outcome = await afterFailure(jobId, error);
+        if (outcome === 'failed' || outcome === 'parked') options.metrics?.importFailures.inc({ outcome });
+        return outcome;
+      })
       .finally(() => running.delete(jobId));
     running.set(jobId, run);
     return run;
@@ -126,8 +132,11 @@ export async function startImportConsumer(options: ImportConsumerOptions): Promi
         return;
       }
       // The message only announces the job: a full process leaves it queued for a sweeper with room.
-      const started = !stopping && runJob(body.jobId) !== undefined;
-      log.debug({ jobId: body.jobId, started }, 'import message handled');
+      const jobId = body.jobId;
+      const started = await inSpan(`process ${TOPICS.imports}`, {
+        kind: 'consumer', parent: headerText(message.headers?.traceparent) ?? null, attributes: { 'messaging.system': 'kafka', 'catalog.import.id': jobId },
+      }, async (span) => !stopping && runJob(jobId, traceparent(span)) !== undefined);
+      log.debug({ jobId, started }, 'import message handled');
     },
   });
   // A start that failed (Kafka away) leaves nothing running: jobs the sweeper began stop at their

@@ -1,4 +1,5 @@
 // The media consumer: jobs from catalog.media.v1 are downloaded and ingested politely (bounded in all and per host), with renditions.
+import { headerText, inSpan, startSpan, traceparent } from '../../platform/tracing.ts';
 import { mkdir, readdir, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { KafkaMessage } from 'kafkajs';
@@ -12,6 +13,7 @@ import type { Config } from '../../platform/config/config.ts';
 import type { Orm } from '../../platform/db/orm.ts';
 import type { KafkaClient } from '../../platform/kafka/client.ts';
 import { TOPICS } from '../../platform/kafka/topics.ts';
+import type { Metrics } from '../../platform/metrics.ts';
 import type { Logger } from '../../platform/log/logger.ts';
 import { createHostGate } from '../../platform/outbound/host-gate.ts';
 import { createImageFetcher } from '../../platform/outbound/image-fetcher.ts';
@@ -30,6 +32,8 @@ export interface MediaConsumerOptions {
   readonly orm: Orm;
   /** Where the images go, content-addressed. */
   readonly storage: ObjectStorage;
+  /** The process's metrics: each finished job is counted by outcome. */
+  readonly metrics?: Metrics;
   readonly logger: Logger;
 }
 
@@ -44,7 +48,13 @@ function toJob(message: KafkaMessage, logger: Logger): MediaJob | undefined {
     const job = JSON.parse(message.value?.toString('utf8') ?? '') as Partial<MediaJob>;
     if (typeof job.catalogId === 'string' && typeof job.sourceUrlHash === 'string' && HASH.test(job.sourceUrlHash)
       && typeof job.url === 'string' && typeof job.queuedAt === 'string') {
-      return { ...job, refresh: job.refresh === true, externalIds: Array.isArray(job.externalIds) ? job.externalIds : [] } as MediaJob;
+      // A consumer span for a traced message; the job's work continues it.
+      const span = startSpan(`process ${TOPICS.media}`, {
+        kind: 'consumer', parent: headerText(message.headers?.traceparent) ?? null, childOnly: true, attributes: { 'messaging.system': 'kafka' },
+      });
+      span?.end();
+      const traced = span ? { traceparent: traceparent(span)! } : {};
+      return { ...job, refresh: job.refresh === true, externalIds: Array.isArray(job.externalIds) ? job.externalIds : [], ...traced } as MediaJob;
     }
   } catch {
     // Logged below: a malformed record is skipped for good, retrying cannot fix it.
@@ -78,7 +88,7 @@ async function prepareDownloadDir(config: Config, log: Logger): Promise<string> 
  * asset in order); a job that fails for a reason a retry can fix (database, storage) keeps its
  * lease until it lapses, and is then queued again: finished jobs are skipped when redelivered.
  */
-export async function startMediaConsumer({ config, kafka, orm, storage, logger }: MediaConsumerOptions): Promise<MediaConsumer> {
+export async function startMediaConsumer({ config, kafka, orm, storage, metrics, logger }: MediaConsumerOptions): Promise<MediaConsumer> {
   const log = logger.child({ component: 'media-consumer' });
   const db = orm.em.fork();
   const gate = createHostGate({ total: config.media.concurrency, perHost: config.media.hostConcurrency });
@@ -97,17 +107,19 @@ export async function startMediaConsumer({ config, kafka, orm, storage, logger }
     },
   });
   const store = createMediaStore(storage, config.storageDir);
+  const renditions = createRenditionMaker({ specs: config.media.renditions, store, known: (sha) => renditionsOfContent(db, sha) });
   const deps: IngestDeps = {
     recorder: createAssetRecorder(db),
-    fetcher,
+    // Each download (with its retries) and each image's renditions are spans of the job's.
+    fetcher: { ...fetcher, fetch: (url, how) => inSpan('media fetch', { kind: 'client', childOnly: true, attributes: { 'http.request.method': how?.method ?? 'GET' } }, () => fetcher.fetch(url, how)) },
     store,
     throttle: (host, work) => gate.run(host, work),
-    renditions: createRenditionMaker({ specs: config.media.renditions, store, known: (sha) => renditionsOfContent(db, sha) }),
+    renditions: { ...renditions, forImage: (...args) => inSpan('media renditions', { childOnly: true }, () => renditions.forImage(...args)) },
     readStored: async (path) => Buffer.concat(await (await storage.read(path)).toArray()),
   };
   const counts: Record<IngestOutcome, number> = { ingested: 0, not_modified: 0, unchanged: 0, failed: 0, skipped: 0 };
 
-  const queue = createJobQueue({ db, deps, counts, log });
+  const queue = createJobQueue({ db, deps, counts, log, ...(metrics ? { onOutcome: (outcome: IngestOutcome) => metrics.mediaJobs.inc({ outcome }) } : {}) });
   const timer = setInterval(() => void queue.sweep(), LEASE_RENEW_MS);
   timer.unref();
 

@@ -1,4 +1,5 @@
 // The media consumer's jobs in memory: taken from Kafka under a lease in Postgres, run through the host gate (each asset's in order), queued again when a lease lapses.
+import { inSpan } from '../../platform/tracing.ts';
 import { leaseAssets, releaseAssets, takeLapsedLeases } from '../../domain/media/asset-store.ts';
 import { assetKey, loadAssets } from '../../domain/media/assets.ts';
 import { ingestMedia } from '../../domain/media/ingest.ts';
@@ -34,7 +35,7 @@ export interface JobQueue {
 }
 
 export function createJobQueue(options: {
-  db: Db; deps: IngestDeps; counts: Record<IngestOutcome, number>; log: Logger;
+  db: Db; deps: IngestDeps; counts: Record<IngestOutcome, number>; log: Logger; onOutcome?: (outcome: IngestOutcome) => void;
 }): JobQueue {
   const { db, counts, log } = options;
   let stopping = false;
@@ -68,7 +69,9 @@ export function createJobQueue(options: {
       if (stopping) return;
       // Behind another job of the asset, it reads the asset as that one left it.
       const current = before ? (await loadAssets(db, [job])).get(key) : loaded;
-      counts[await ingestMedia(deps, job, current)] += 1;
+      const outcome = await inSpan('media job', { parent: job.traceparent ?? null, attributes: { 'catalog.media.source_url_hash': job.sourceUrlHash } }, () => ingestMedia(deps, job, current));
+      counts[outcome] += 1;
+      options.onOutcome?.(outcome);
     })().catch((error: unknown) => {
       if (error instanceof Stopped) return;
       log.error({ err: error, sourceUrlHash: job.sourceUrlHash }, `media job failed; it is queued again when its lease lapses (${LEASE_SECONDS} s)`);

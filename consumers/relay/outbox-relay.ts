@@ -1,5 +1,4 @@
 // The outbox relay: publishes the committed outbox rows of the lanes it holds to Kafka, each lane in id order, and marks them sent only after Kafka acked.
-import type { Message } from 'kafkajs';
 import { OUTBOX_CHANNEL, claimOutbox, deleteSentOutbox, markOutboxSent } from '../../domain/events/outbox.ts';
 import type { OutboxRecord } from '../../domain/events/outbox.ts';
 import { parkRecords } from '../../domain/events/parked.ts';
@@ -9,9 +8,11 @@ import type { ChannelListener } from '../../platform/db/connections.ts';
 import type { Orm } from '../../platform/db/orm.ts';
 import type { KafkaClient } from '../../platform/kafka/client.ts';
 import type { Logger } from '../../platform/log/logger.ts';
+import { inSpan } from '../../platform/tracing.ts';
 import { createLaneHolder } from './lanes.ts';
 import type { LaneHolder } from './lanes.ts';
-import { addMessages, chunksBySize, refusedForGood } from './records.ts';
+import { sendRecords } from './messages.ts';
+import { chunksBySize, refusedForGood } from './records.ts';
 
 export interface OutboxRelayOptions {
   /** Its statements run on the ORM's pool. */
@@ -123,12 +124,7 @@ export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
   };
 
   async function send(records: readonly OutboxRecord[]): Promise<void> {
-    const byTopic = new Map<string, Message[]>();
-    for (const record of records) addMessages(byTopic, record, options.kafka.topic);
-    await (await options.kafka.producer()).sendBatch({
-      acks: -1,
-      topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })),
-    });
+    await sendRecords(records, options.kafka.topic, async (topicMessages) => (await options.kafka.producer()).sendBatch({ acks: -1, topicMessages }));
   }
 
   /**
@@ -173,7 +169,10 @@ export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
     if (records.length === 0) return { sent: 0, more };
     const byLane = new Map<number, OutboxRecord[]>();
     for (const record of records) byLane.set(record.lane, [...(byLane.get(record.lane) ?? []), record]);
-    const outcomes = await Promise.allSettled([...byLane.values()].map(async (lane) => ({ lane, refused: await publish(lane) })));
+    // A claim is its own trace, linked to the traces of the changes it publishes.
+    const outcomes = await inSpan('outbox relay claim', {
+      parent: null, links: records.slice(0, 32).map((r) => r.traceparent), attributes: { 'messaging.batch.message_count': records.length },
+    }, () => Promise.allSettled([...byLane.values()].map(async (lane) => ({ lane, refused: await publish(lane) }))));
     const done = outcomes.flatMap((outcome) => (outcome.status === 'fulfilled' ? [outcome.value] : []));
     const refused = done.flatMap((lane) => lane.refused);
     const published = done.flatMap((lane) => lane.lane);

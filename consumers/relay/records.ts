@@ -1,9 +1,5 @@
-// What the relay sends for a claim: its records as Kafka messages, in chunks the broker takes, and which failures refuse a record for good.
-import type { Message } from 'kafkajs';
-import { recordHeaders } from '../../domain/events/outbox.ts';
+// How the relay sends a claim's records: in chunks the broker takes, and which failures refuse a record for good.
 import type { OutboxRecord } from '../../domain/events/outbox.ts';
-import { itemRecordOf } from '../../domain/items/changelog.ts';
-import { TOPICS } from '../../platform/kafka/topics.ts';
 
 // Kafka's default message.max.bytes (1 MB) caps one record batch, which kafkajs builds per
 // partition per send; staying under it in total per send keeps large events from wedging the relay.
@@ -40,21 +36,4 @@ export function chunksBySize(rows: readonly OutboxRecord[]): OutboxRecord[][] {
   }
   if (current.length > 0) chunks.push(current);
   return chunks;
-}
-
-/**
- * The record's messages, by topic: its own, and for an item event the item's changelog record
- * (with the event's key and headers). Both are stamped with the time their change was written,
- * not the publishing time (docs/design.md, "The item changelog").
- */
-export function addMessages(byTopic: Map<string, Message[]>, row: OutboxRecord, topicOf: (logical: string) => string): void {
-  const add = (topic: string, message: Message) => {
-    const messages = byTopic.get(topic);
-    if (messages) messages.push(message);
-    else byTopic.set(topic, [message]);
-  };
-  const headers = recordHeaders(row);
-  add(topicOf(row.topic), { key: row.key, value: row.payload, headers, timestamp: row.committed_at });
-  const record = itemRecordOf(row);
-  if (record) add(topicOf(TOPICS.items), { key: row.key, value: record.value, headers, timestamp: row.committed_at });
 }

@@ -1,4 +1,7 @@
 // The delivery worker: claims due deliveries from Postgres under a lease, POSTs them, and settles the attempts in batches.
+import { detached } from '../../platform/async-context.ts';
+import { failSpan, inSpan, traceparent } from '../../platform/tracing.ts';
+import type { Span } from '../../platform/tracing.ts';
 import { randomUUID } from 'node:crypto';
 import { claimDueDeliveries, settleAttempts } from '../../domain/webhooks/delivery-queue.ts';
 import { DELIVERY_CHANNEL, nextDueAt } from '../../domain/webhooks/delivery-store.ts';
@@ -109,7 +112,8 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
 
   /** One flush at a time; a failed one keeps its completions for the next (leases cover the gap). */
   function flush(): Promise<void> {
-    flushing = flushing.then(async () => {
+    // Settles several attempts at once: in no attempt's context (or trace).
+    flushing = detached(() => flushing.then(async () => {
       if (pending.length === 0) return;
       const batch = pending;
       pending = [];
@@ -133,11 +137,18 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
         pending = [...retry, ...pending];
         setTimeout(flushSoon, 1000).unref();
       }
-    });
+    }));
     return flushing;
   }
 
-  async function attempt(delivery: ClaimedDelivery): Promise<void> {
+  // Each attempt is a client span in the trace of the change that caused the event; the receiver
+  // gets its context in `traceparent`.
+  const attempt = (delivery: ClaimedDelivery): Promise<void> => inSpan('webhook attempt', {
+    kind: 'client', parent: delivery.traceparent,
+    attributes: { 'catalog.webhook.id': delivery.webhookId, 'catalog.delivery.id': delivery.id, 'catalog.event.id': delivery.eventId, 'catalog.delivery.attempt': delivery.attemptCount },
+  }, (span) => attemptIn(delivery, span));
+
+  async function attemptIn(delivery: ClaimedDelivery, span: Span | undefined): Promise<void> {
     const body = Buffer.from(delivery.payload, 'utf8');
     const headers = deliveryHeaders({
       eventId: delivery.eventId,
@@ -146,8 +157,12 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
       secrets: liveSecrets(delivery),
       timestamp: Math.floor(Date.now() / 1000),
     });
+    const context = traceparent(span);
+    if (context) headers.traceparent = context;
     const startedAt = new Date();
     const outcome = await sender.send(delivery.url, headers, body);
+    if (outcome.statusCode !== null) span?.setAttribute('http.response.status_code', outcome.statusCode);
+    if (!outcome.ok) failSpan(span, outcome.error ?? `answered ${outcome.statusCode}`);
     const nextDelayMs = outcome.ok ? null : nextAttemptDelay(delivery.attemptCount, config.webhookRetryDelaysMs, outcome.retryAfterMs);
     if (outcome.ok) stats.succeeded += 1;
     else stats.failed += 1;

@@ -1,4 +1,5 @@
 // The fan-out consumer: every event on catalog.events.v1 becomes one pending delivery per matching webhook of its catalog.
+import { failSpan, startSpan, traceparent } from '../../platform/tracing.ts';
 import { randomUUID } from 'node:crypto';
 import type { KafkaMessage } from 'kafkajs';
 import { createDeliveries } from '../../domain/webhooks/fan-out.ts';
@@ -49,9 +50,11 @@ function readEvent(message: KafkaMessage, logger: Logger): FanOutEvent | undefin
 export function toFanOutRecord(message: KafkaMessage, logger: Logger): FanOutRecord | undefined {
   const header = message.headers?.['catalog-id'];
   const catalogId = header === undefined ? undefined : String(header);
-  if (catalogId !== undefined && isId(catalogId)) return { catalogId, read: () => readEvent(message, logger) };
+  const tp = message.headers?.traceparent;
+  const traced = tp === undefined ? {} : { traceparent: String(tp) };
+  if (catalogId !== undefined && isId(catalogId)) return { catalogId, read: () => readEvent(message, logger), ...traced };
   const event = readEvent(message, logger);
-  return event && { catalogId: event.catalogId, read: () => event };
+  return event && { catalogId: event.catalogId, read: () => event, ...traced };
 }
 
 /**
@@ -69,7 +72,11 @@ export async function startFanOut(options: FanOutOptions): Promise<RunningConsum
     fromBeginning: true,
     partitionsConsumedConcurrently: 3,
     eachBatch: async ({ batch, heartbeat }) => {
-      const events = batch.messages.map((m) => toFanOutRecord(m, log)).filter((e): e is FanOutRecord => e !== undefined);
+      const records = batch.messages.map((m) => toFanOutRecord(m, log)).filter((e): e is FanOutRecord => e !== undefined);
+      // A consumer span per traced event; its deliveries, and every attempt of them, continue it.
+      const spans = records.map((r) => r.traceparent === undefined ? undefined
+        : startSpan(`process ${TOPICS.events}`, { kind: 'consumer', parent: r.traceparent, attributes: { 'messaging.system': 'kafka', 'messaging.destination.name': batch.topic } }));
+      const events = records.map((r, i) => (spans[i] ? { ...r, traceparent: traceparent(spans[i]) } : r));
       const { dispatcher } = options;
       const slots = dispatcher.reserve(events.length * SLOTS_PER_EVENT);
       try {
@@ -88,13 +95,16 @@ export async function startFanOut(options: FanOutOptions): Promise<RunningConsum
         if (created > 0) log.debug({ partition: batch.partition, events: events.length, created, leased: leased.length }, 'deliveries created');
       } catch (error) {
         dispatcher.release(slots);
+        for (const span of spans) failSpan(span, (error as Error).message);
         throw error;
+      } finally {
+        for (const span of spans) span?.end();
       }
       await heartbeat();
     },
   });
   return {
-    consumer: consumer.consumer,
+    ...consumer,
     async stop() {
       await consumer.stop();
       log.info(stats, 'webhook fan-out stopped');

@@ -32,7 +32,11 @@ export async function startWebhookWorkers({ config, kafka, orm, metrics, logger 
   const mailer = createMailer(config, logger);
   const notices = createDisableNotices(db, mailer, logger);
   const dispatcher = createDispatcher({
-    config, db, logger, onDisabled: () => void notices.sweep(),
+    config, db, logger,
+    onDisabled: (webhookIds) => {
+      metrics?.webhooksDisabled.inc(webhookIds.length);
+      void notices.sweep();
+    },
     ...(metrics ? { onAttempt: (outcome: string) => metrics.deliveryAttempts.inc({ outcome }) } : {}),
   });
   // The dispatcher first: deliveries already in Postgres go out while the consumer joins its group.

@@ -123,6 +123,6 @@ export function keyCounter(db: Db): (token: string) => Promise<CountedKey | unde
     if (!row || row.revoked) return group.map(() => undefined);
     const auth: Auth = { keyId: row.key_id, catalogId: row.catalog_id, scopes: row.scopes, tier: row.tier };
     return rateLimitStates(row as AuthRow & CounterRow, row.rate_limit, now, group.length).map((rateLimit) => ({ auth, rateLimit }));
-  });
+  }, { name: 'key count' });
   return (token) => count(hashKey(token), null);
 }

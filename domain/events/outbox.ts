@@ -3,6 +3,7 @@ import { query, sql } from '../../platform/db/sql.ts';
 import type { Db, SqlFragment } from '../../platform/db/sql.ts';
 import { newId } from '../../platform/ids.ts';
 import { TOPICS } from '../../platform/kafka/topics.ts';
+import { traceparent } from '../../platform/tracing.ts';
 
 /** Event types of the spec's webhook catalogue (variant.* are marked as future there). */
 export type EventType =
@@ -46,6 +47,8 @@ export interface OutboxRow {
   readonly type?: EventType;
   /** A domain event's catalog, which GET /events lists it under; absent for work messages. */
   readonly catalogId?: string;
+  /** The trace context it continues (W3C traceparent); by default, the span current when it is written. */
+  readonly traceparent?: string;
 }
 
 export interface WriteOutboxOptions {
@@ -78,18 +81,27 @@ const laneOf = (record: string): SqlFragment => sql.raw(`mod(mod(hashtext(coales
   CASE WHEN ${record}.topic = '${TOPICS.items}' THEN ${record}.key::json ->> 0 ELSE ${record}.key END)), ${OUTBOX_LANES}) + ${OUTBOX_LANES}, ${OUTBOX_LANES})`);
 
 /**
+ * A row's trace contexts: none when no record was traced (traces off), one when all its records
+ * share it (a request's, an import batch's: the common case), else one per record.
+ */
+const TRACEPARENTS = sql.raw(`CASE WHEN bool_or(r.tp IS NOT NULL) THEN CASE
+    WHEN bool_and(r.tp IS NOT NULL) AND min(r.tp COLLATE "C") = max(r.tp COLLATE "C") THEN ARRAY[min(r.tp COLLATE "C")]
+    ELSE array_agg(r.tp ORDER BY r.n) END END`);
+
+/**
  * The INSERT of the records `select` yields as (event_id, topic, key, payload, type,
- * catalog_id, ord), grouped into rows by topic, catalog and lane, each row's records in `ord`
- * order (rows get their ids in the order of their first record). `returning` names what it returns.
+ * catalog_id, ord, traceparent), grouped into rows by topic, catalog and lane, each row's records
+ * in `ord` order (rows get their ids in the order of their first record). `returning` names what it returns.
  */
 function insertRecords(select: SqlFragment, returning: SqlFragment): SqlFragment {
-  return sql`INSERT INTO outbox (topic, catalog_id, lane, event_ids, keys, types, payloads, size, first_event_id, last_event_id)
+  return sql`INSERT INTO outbox (topic, catalog_id, lane, event_ids, keys, types, payloads, size, first_event_id, last_event_id, traceparents)
       SELECT r.topic, r.catalog_id, r.lane, array_agg(r.event_id ORDER BY r.n), array_agg(r.key ORDER BY r.n),
         array_agg(r.type ORDER BY r.n), array_agg(r.payload ORDER BY r.n), count(*),
-        min(r.event_id::text COLLATE "C")::uuid, max(r.event_id::text COLLATE "C")::uuid
+        min(r.event_id::text COLLATE "C")::uuid, max(r.event_id::text COLLATE "C")::uuid,
+        ${TRACEPARENTS}
       FROM (SELECT l.*, row_number() OVER (PARTITION BY l.topic, l.catalog_id, l.lane ORDER BY l.ord) AS n
               FROM (SELECT s.*, ${laneOf('s')} AS lane
-                      FROM (${select}) AS s(event_id, topic, key, payload, type, catalog_id, ord)) AS l) AS r
+                      FROM (${select}) AS s(event_id, topic, key, payload, type, catalog_id, ord, tp)) AS l) AS r
       GROUP BY r.topic, r.catalog_id, r.lane, (r.n - 1) / ${EVENTS_PER_ROW}
       ORDER BY min(r.ord)
       RETURNING ${returning}`;
@@ -98,7 +110,7 @@ function insertRecords(select: SqlFragment, returning: SqlFragment): SqlFragment
 /**
  * For a statement that appends events in one round trip with the change they report: its
  * `events` and `notified` CTEs, `events` appending the records `select` yields (event_id, topic,
- * key, payload, type, catalog_id, ord: see insertRecords) and `notified` waking the relay when
+ * key, payload, type, catalog_id, ord, traceparent: see insertRecords) and `notified` waking the relay when
  * it appended any.
  */
 export function appendEventsCtes(select: SqlFragment): SqlFragment {
@@ -118,7 +130,7 @@ export function appendEventsCtes(select: SqlFragment): SqlFragment {
 export async function appendRows(db: Db, select: SqlFragment): Promise<Array<{ key: string; eventId: string }>> {
   const rows = await query<{ key: string; event_id: string }>(db, 'outbox.append_rows', sql`
     WITH appended AS (
-      ${insertRecords(sql`SELECT a.event_id, a.topic, a.key, a.payload, a.type, NULL::uuid, 0 FROM (${select}) AS a(event_id, topic, key, payload, type)`,
+      ${insertRecords(sql`SELECT a.event_id, a.topic, a.key, a.payload, a.type, NULL::uuid, 0, NULL::text FROM (${select}) AS a(event_id, topic, key, payload, type)`,
         sql`keys, event_ids`)}
     ), notified AS (
       SELECT pg_notify(${OUTBOX_CHANNEL}::text, '') FROM (SELECT 1 FROM appended LIMIT 1) AS any_row
@@ -196,9 +208,10 @@ export function messageRow(input: { topic: string; key: string; body: unknown; e
  */
 export async function writeOutbox(db: Db, rows: readonly OutboxRow[], options: WriteOutboxOptions = {}): Promise<void> {
   if (rows.length === 0) return;
-  const insert = insertRecords(sql`SELECT * FROM unnest(${rows.map((r) => r.eventId)}::uuid[], ${rows.map((r) => r.topic)}::text[],
+  const current = traceparent() ?? null;
+  const insert = insertRecords(sql`SELECT e, t, k, p, y, c, o, tp FROM unnest(${rows.map((r) => r.eventId)}::uuid[], ${rows.map((r) => r.topic)}::text[],
       ${rows.map((r) => r.key)}::text[], ${rows.map((r) => r.payload)}::text[], ${rows.map((r) => r.type ?? null)}::text[],
-      ${rows.map((r) => r.catalogId ?? null)}::uuid[]) WITH ORDINALITY`, sql`1`);
+      ${rows.map((r) => r.catalogId ?? null)}::uuid[], ${rows.map((r) => r.traceparent ?? current)}::text[]) WITH ORDINALITY AS u(e, t, k, p, y, c, tp, o)`, sql`1`);
   // The notification rides on the insert: one round trip, hot paths included.
   await query(db, 'outbox.append_events', options.notify === false ? insert : sql`WITH written AS (${insert}) SELECT pg_notify(${OUTBOX_CHANNEL}::text, '')`);
 }
@@ -219,6 +232,8 @@ export interface OutboxRecord {
   readonly catalog_id: string | null;
   /** When the transaction that wrote it ran, in milliseconds since the epoch: its Kafka timestamp. */
   readonly committed_at: string;
+  /** The trace context of the change that wrote it; null when it was not traced. */
+  readonly traceparent: string | null;
 }
 
 /**
@@ -244,7 +259,7 @@ export async function claimOutbox(db: Db, lanes: readonly number[], limit: numbe
   if (taken.length === 0) return { records: [], more: false };
   const records = await query<OutboxRecord>(db, 'outbox.claim_records',
     `SELECT o.id AS row, o.lane, e.event_id, o.topic, e.key, e.payload, e.type, o.catalog_id,
-            floor(extract(epoch FROM o.created_at) * 1000)::bigint::text AS committed_at
+            floor(extract(epoch FROM o.created_at) * 1000)::bigint::text AS committed_at, o.traceparents[CASE WHEN cardinality(o.traceparents) = 1 THEN 1 ELSE e.ord END] AS traceparent
        FROM outbox o, unnest(o.event_ids, o.keys, o.payloads, o.types) WITH ORDINALITY AS e(event_id, key, payload, type, ord)
       WHERE o.id = ANY($1::bigint[]) AND o.sent_at IS NULL ORDER BY o.id, e.ord`, [taken]);
   return { records, more: taken.length < waiting.length || [...rowsOfLane.values()].some((rows) => rows === limit) };

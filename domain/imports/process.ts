@@ -1,4 +1,5 @@
 // An import job's lifecycle: its processing lock, queued → processing after the counting pass, the resumable run of its batches, and its end.
+import { inSpan } from '../../platform/tracing.ts';
 import { openSession } from '../../platform/db/connections.ts';
 import type { Orm } from '../../platform/db/orm.ts';
 import type { Logger } from '../../platform/log/logger.ts';
@@ -121,7 +122,7 @@ async function run(deps: ProcessDeps, row: JobRow): Promise<ProcessOutcome> {
       if (deps.stopping?.()) throw new JobStopped();
     }
     const turn = batchTurn(ahead);
-    const commit = commitBatch(job, batch, known, turn).then((unchanged) => {
+    const commit = inSpan('import batch', { childOnly: true, attributes: { 'catalog.import.lines': batch.lines.length } }, () => commitBatch(job, batch, known, turn)).then((unchanged) => {
       readAhead = unchanged < batch.lines.length / 2;
     });
     commit.catch(() => undefined).finally(turn.wrote);

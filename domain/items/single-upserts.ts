@@ -1,5 +1,6 @@
 // Single upserts of a catalog that arrive together share their statements (group commit).
 import { groupCommit } from '../../platform/group-commit.ts';
+import { traceparent } from '../../platform/tracing.ts';
 import type { Db } from '../../platform/db/sql.ts';
 import { normalizeItem } from './payload.ts';
 import type { NormalizedItem } from './normalized-item.ts';
@@ -11,6 +12,8 @@ interface SingleUpsert {
   readonly db: () => Db;
   readonly item: NormalizedItem;
   readonly mediaRefreshAgeHours: number;
+  /** The request's trace context: the group is written in no request's context. */
+  readonly traceparent: string | undefined;
 }
 
 /**
@@ -20,10 +23,10 @@ interface SingleUpsert {
  * wait for the next group, so one group's latency stays bounded however many requests queue.
  */
 const submit = groupCommit<SingleUpsert, UpsertEntry>(async (catalogId, group) => {
-  const valid = group.map(({ item }, index) => ({ index, item }));
+  const valid = group.map(({ item, traceparent: tp }, index) => (tp === undefined ? { index, item } : { index, item, traceparent: tp }));
   const [{ db, mediaRefreshAgeHours }] = group as [SingleUpsert];
   return upsertPrepared(db(), catalogId, { entries: new Array(group.length), valid }, { mediaRefreshAgeHours, returnStored: true });
-}, { maxGroup: 200, retryAlone: true });
+}, { maxGroup: 200, retryAlone: true, name: 'upsert group' });
 
 /**
  * Upserts one item, answering with the stored item (`stored`, unless a lost race leaves it to
@@ -36,5 +39,5 @@ export function upsertOne(db: () => Db, catalogId: string, input: unknown, optio
   addNormalized(prepared, normalizeItem(input, ''), 0);
   const [invalid] = prepared.entries;
   if (invalid) return Promise.resolve(invalid);
-  return submit(catalogId, { db, item: prepared.valid[0]!.item, mediaRefreshAgeHours: options.mediaRefreshAgeHours });
+  return submit(catalogId, { db, item: prepared.valid[0]!.item, mediaRefreshAgeHours: options.mediaRefreshAgeHours, traceparent: traceparent() });
 }

@@ -1,4 +1,5 @@
 // The items store, the write: items, their new categories and brands and their events, one statement per batch.
+import { traceparent } from '../../platform/tracing.ts';
 import { prepared, query, sql } from '../../platform/db/sql.ts';
 import type { Db, SqlFragment } from '../../platform/db/sql.ts';
 import { newId } from '../../platform/ids.ts';
@@ -18,6 +19,8 @@ export interface WriteCandidate {
   fingerprint?: string;
   /** The stored item names media: its write waits for their state changes too (lockNamedAssets). */
   hadMedia?: boolean;
+  /** The trace context of the request that asked for it, when that is not the span current at the write. */
+  traceparent?: string;
 }
 
 /** An item the write created or updated. */
@@ -68,7 +71,7 @@ const INPUT_COLUMNS = [
   ['ord', 'int'], ['id', 'uuid'], ['ev', 'uuid'], ['at', 'text'], ['s', 'text'], ['e', 'text'], ['sku', 'text'],
   ['name', 'text'], ['description', 'text'], ['price', 'numeric'], ['cost', 'numeric'], ['weight', 'numeric'],
   ['gtin13', 'text'], ['ncm', 'text'], ['ck', 'text'], ['cid', 'uuid'], ['bk', 'text'], ['bid', 'uuid'],
-  ['tags', 'jsonb'], ['metadata', 'jsonb'], ['media', 'jsonb'], ['ts', 'boolean'], ['h', 'text'], ['f', 'text'],
+  ['tags', 'jsonb'], ['metadata', 'jsonb'], ['media', 'jsonb'], ['ts', 'boolean'], ['h', 'text'], ['f', 'text'], ['tp', 'text'],
 ] as const;
 
 const INPUT_SELECT = sql.raw(INPUT_COLUMNS.map(([name, type], i) =>
@@ -138,7 +141,7 @@ function writeStatement(catalogId: string, input: WriteInput, stored: boolean, r
         WHERE i.content_hash <> excluded.content_hash
       RETURNING i.*, (i.xmax = 0) AS inserted
     ), snapshots AS (
-      SELECT i.inserted, x.ord, x.ev, x.at, i.external_id, i.previous_content_hash, i.changed_fields,
+      SELECT i.inserted, x.ord, x.ev, x.at, x.tp, i.external_id, i.previous_content_hash, i.changed_fields,
         ${SNAPSHOT} AS item, ${ITEM_KEY} AS key
       FROM written i JOIN input x ON x.s = i.external_system AND x.e = i.external_id
     ), ${appendEventsCtes(sql`
@@ -147,7 +150,7 @@ function writeStatement(catalogId: string, input: WriteInput, stored: boolean, r
           '","catalogId":"', ${catalogId}::text, '","resourceId":', to_json(s.external_id), ',"createdAt":', to_json(s.at), ',"data":',
           CASE WHEN s.inserted THEN s.item ELSE concat(left(s.item, -1), ',"previousContentHash":"', s.previous_content_hash,
             '","changedFields":', to_json(s.changed_fields), '}') END, '}'),
-        CASE WHEN s.inserted THEN 'item.created' ELSE 'item.updated' END, ${catalog}, s.ord
+        CASE WHEN s.inserted THEN 'item.created' ELSE 'item.updated' END, ${catalog}, s.ord, coalesce(s.tp, ${input.traceparent}::text)
       FROM snapshots s`)}${rider ? sql`, ${rider.ctes}` : sql``}
     ${stored ? RETURN_STORED : rider ? sql`${RETURN_KEYS}, NULL::bigint AS applied ${AFTER_NOTIFY}
     UNION ALL SELECT NULL, NULL, NULL, NULL, ${rider.applied}` : sql`${RETURN_KEYS} ${AFTER_NOTIFY}`}`);
@@ -190,12 +193,14 @@ export interface WriteInput {
   readonly names: Names;
   /** The rows, as the statement's JSON input: an array of arrays in INPUT_COLUMNS order. */
   readonly rows: string;
+  /** The trace context of the rows that have none of their own: the span current when it was built. */
+  readonly traceparent: string | null;
 }
 
 /** The write statement's input for `candidates`: ids for their events, and the ids of the names known. */
 export function writeInput(candidates: readonly WriteCandidate[], names: Names): WriteInput {
   const now = new Date().toISOString();
-  const rows = JSON.stringify(candidates.map(({ id, item, fingerprint }, ord) => {
+  const rows = JSON.stringify(candidates.map(({ id, item, fingerprint, traceparent: caller }, ord) => {
     const categoryKey = item.category ? nameKey(item.category.name) : null;
     const brandKey = item.brand ? nameKey(item.brand.name) : null;
     // INPUT_COLUMNS, in its order.
@@ -205,8 +210,8 @@ export function writeInput(candidates: readonly WriteCandidate[], names: Names):
       item.gtin13, item.ncm, categoryKey, categoryKey === null ? null : names.categories.get(categoryKey) ?? null,
       brandKey, brandKey === null ? null : names.brands.get(brandKey) ?? null,
       item.tags, item.metadata, item.media.map((m) => ({ url: m.url, role: m.role, sortOrder: m.sortOrder, sourceUrlHash: m.sourceUrlHash })),
-      item.trackStock, item.contentHash, fingerprint ?? null,
+      item.trackStock, item.contentHash, fingerprint ?? null, caller ?? null,
     ];
   }));
-  return { names, rows };
+  return { names, rows, traceparent: traceparent() ?? null };
 }

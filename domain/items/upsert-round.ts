@@ -24,6 +24,8 @@ export interface ValidInput {
   readonly item: NormalizedItem;
   /** The import line's fingerprint (domain/imports/fingerprint.ts), stored with the item when written. */
   readonly fingerprint?: string;
+  /** The trace context of the request it came with, when several requests share a write (single upserts). */
+  readonly traceparent?: string;
 }
 
 /**
@@ -101,7 +103,7 @@ function decide(round: readonly ValidInput[], found: Lookup, how: RoundWrite) {
   const results: UpsertEntry[] = [];
   const candidates: Array<{ index: number; candidate: WriteCandidate }> = [];
   const claimedSkus = new Map<string, string>();
-  for (const { index, item, fingerprint } of round) {
+  for (const { index, item, fingerprint, traceparent } of round) {
     const key = identityKey(item.externalSystem, item.externalId);
     const existing = found.items.get(key);
     if (existing && existing.contentHash === item.contentHash) {
@@ -123,6 +125,7 @@ function decide(round: readonly ValidInput[], found: Lookup, how: RoundWrite) {
     }
     candidates.push({ index, candidate: {
       id: existing?.id ?? newId(), item, ...(fingerprint === undefined ? {} : { fingerprint }), ...(existing?.hasMedia ? { hadMedia: true } : {}),
+      ...(traceparent === undefined ? {} : { traceparent }),
     } });
   }
   const writing = candidates.map((c) => c.candidate);

@@ -19,6 +19,8 @@ export interface MediaJob {
   readonly queuedAt: string;
   /** externalIds of the registering items that name the asset (at most MAX_EXTERNAL_IDS), for the events. */
   readonly externalIds: readonly string[];
+  /** Set by the consumer, never sent: the trace context the job's work continues. */
+  readonly traceparent?: string;
 }
 
 // Events carry the ids the registering batch knew; a longer list belongs in a query, not an event.

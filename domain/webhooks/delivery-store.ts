@@ -27,6 +27,8 @@ export interface ClaimedDelivery {
   readonly secret: string;
   readonly previousSecret: string | null;
   readonly previousSecretExpiresAt: Date | null;
+  /** The trace context of the event it delivers: each attempt is a span in it. */
+  readonly traceparent: string | null;
 }
 
 // MikroORM's pool hands timestamps over as the server's text, not as Dates.
@@ -47,7 +49,7 @@ export async function notifyDue(db: Db): Promise<void> {
 }
 
 export interface NewDeliveries {
-  readonly events: ReadonlyArray<{ id: string; catalogId: string; type: string; createdAt: string; payload: string }>;
+  readonly events: ReadonlyArray<{ id: string; catalogId: string; type: string; createdAt: string; payload: string; traceparent?: string }>;
   /** How many of the new rows are born leased (attempt 1) with `leaseToken`, due again after `leaseMs`. */
   readonly leased: number;
   readonly leaseToken: string;
@@ -72,24 +74,24 @@ export async function insertDeliveries(db: Db, batch: NewDeliveries): Promise<{ 
          FROM e JOIN webhooks w ON w.catalog_id = e.catalog_id AND w.status = 'active' AND w.created_at <= e.created_at
                  AND (w.events @> ARRAY['*'] OR w.events @> ARRAY[e.event_type])),
      created AS (
-       INSERT INTO webhook_deliveries (id, webhook_id, catalog_id, event_id, event_type, payload, status, attempt_count, lease_token, next_attempt_at)
+       INSERT INTO webhook_deliveries (id, webhook_id, catalog_id, event_id, event_type, payload, status, attempt_count, lease_token, next_attempt_at, traceparent)
        SELECT catalog_uuid_v7(), m.webhook_id, m.catalog_id, m.event_id, m.event_type, ($5::text[])[m.ord::int], 'pending',
               CASE WHEN m.leased THEN 1 ELSE 0 END,
               CASE WHEN m.leased THEN $7::uuid END,
-              now() + CASE WHEN m.leased THEN $8::int ELSE $9::int END * interval '1 millisecond'
+              now() + CASE WHEN m.leased THEN $8::int ELSE $9::int END * interval '1 millisecond', ($10::text[])[m.ord::int]
          FROM matched m
        ON CONFLICT (webhook_id, event_id) DO NOTHING
        RETURNING id, webhook_id, event_id, lease_token IS NOT NULL AS leased)
      SELECT c.id, c.webhook_id, c.event_id, c.leased, w.url, w.secret, w.previous_secret, w.previous_secret_expires_at
        FROM created c JOIN webhooks w ON w.id = c.webhook_id`,
     [events.map((e) => e.id), events.map((e) => e.catalogId), events.map((e) => e.type), events.map((e) => e.createdAt),
-      events.map((e) => e.payload), batch.leased, batch.leaseToken, batch.leaseMs, batch.firstDelayMs]);
+      events.map((e) => e.payload), batch.leased, batch.leaseToken, batch.leaseMs, batch.firstDelayMs, events.map((e) => e.traceparent ?? null)]);
   const byId = new Map(events.map((e) => [e.id, e]));
   const leased = rows.filter((r) => r.leased).map((r): ClaimedDelivery => {
     const event = byId.get(r.event_id)!;
     return {
       id: r.id, webhookId: r.webhook_id, eventId: event.id, eventType: event.type, payload: event.payload,
-      attemptCount: 1, leaseToken: batch.leaseToken, ...target(r),
+      attemptCount: 1, leaseToken: batch.leaseToken, traceparent: event.traceparent ?? null, ...target(r),
     };
   });
   return { created: rows.length, leased };
@@ -103,7 +105,7 @@ export async function insertDeliveries(db: Db, batch: NewDeliveries): Promise<{ 
 export async function claimDue(
   db: Db, options: { limit: number; leaseMs: number; leaseToken: string; skipWebhooks: readonly string[] },
 ): Promise<ClaimedDelivery[]> {
-  const rows = await query<TargetRow & { id: string; webhook_id: string; event_id: string; event_type: string; payload: string; attempt_count: number }>(db,
+  const rows = await query<TargetRow & { id: string; webhook_id: string; event_id: string; event_type: string; payload: string; attempt_count: number; traceparent: string | null }>(db,
     // Walks the due index in order and stops at the limit: no condition on another table here,
     // or the planner joins first and sorts every due row.
     `WITH due AS (
@@ -124,18 +126,18 @@ export async function claimDue(
           SET attempt_count = d.attempt_count + 1, lease_token = $3,
               next_attempt_at = now() + $4 * interval '1 millisecond', updated_at = now()
          FROM target t WHERE d.id = t.id AND t.active
-       RETURNING d.id, d.webhook_id, d.event_id, d.event_type, d.payload, d.attempt_count),
+       RETURNING d.id, d.webhook_id, d.event_id, d.event_type, d.payload, d.attempt_count, d.traceparent),
      lost AS (
        INSERT INTO webhook_attempts (delivery_id, attempt_number, started_at, duration_ms, error)
        SELECT c.id, c.attempt_count - 1, t.lease_end - $4 * interval '1 millisecond', 0, $5
          FROM claimed c JOIN target t ON t.id = c.id WHERE t.lost)
-     SELECT c.id, c.webhook_id, c.event_id, c.event_type, c.payload, c.attempt_count,
+     SELECT c.id, c.webhook_id, c.event_id, c.event_type, c.payload, c.attempt_count, c.traceparent,
             w.url, w.secret, w.previous_secret, w.previous_secret_expires_at
        FROM claimed c JOIN webhooks w ON w.id = c.webhook_id`,
     [options.limit, options.skipWebhooks, options.leaseToken, options.leaseMs, LOST_ATTEMPT]);
   return rows.map((row) => ({
     id: row.id, webhookId: row.webhook_id, eventId: row.event_id, eventType: row.event_type, payload: row.payload,
-    attemptCount: row.attempt_count, leaseToken: options.leaseToken, ...target(row),
+    attemptCount: row.attempt_count, leaseToken: options.leaseToken, traceparent: row.traceparent, ...target(row),
   }));
 }
 

@@ -11,6 +11,8 @@ export interface FanOutEvent {
   readonly createdAt: string;
   /** The exact bytes published, sent unchanged to every subscriber. */
   readonly payload: string;
+  /** The trace context its deliveries continue (each attempt is a span in it). */
+  readonly traceparent?: string;
 }
 
 /**
@@ -21,6 +23,8 @@ export interface FanOutRecord {
   readonly catalogId: string;
   /** The event, or undefined (and logged) for a record no webhook could receive. */
   readonly read: () => FanOutEvent | undefined;
+  /** The record's trace context (its `traceparent` header, or the fan-out's span in it). */
+  readonly traceparent?: string;
 }
 
 export interface FanOutOptions {
@@ -55,7 +59,10 @@ async function withActiveWebhooks(db: Db, events: readonly FanOutRecord[]): Prom
  * the same happens to the leased ones.
  */
 export async function createDeliveries(db: Db, batch: readonly FanOutRecord[], options: FanOutOptions): Promise<{ created: number; leased: ClaimedDelivery[] }> {
-  const events = (await withActiveWebhooks(db, batch)).map((record) => record.read()).filter((e): e is FanOutEvent => e !== undefined);
+  const events = (await withActiveWebhooks(db, batch)).flatMap((record) => {
+    const event = record.read();
+    return event === undefined ? [] : [record.traceparent === undefined ? event : { ...event, traceparent: record.traceparent }];
+  });
   if (events.length === 0) return { created: 0, leased: [] };
   const result = await insertDeliveries(db, {
     events,

@@ -33,6 +33,9 @@ export interface S3Config {
 export interface Config {
   readonly port: number;
   readonly host: string;
+  /** OPS_PORT and OPS_HOST: the operations listener (/metrics, /healthz, /readyz), every role. */
+  readonly opsPort: number;
+  readonly opsHost: string;
   readonly publicBaseUrl: string;
   readonly role: Role;
   readonly databaseUrl: string;
@@ -223,6 +226,8 @@ export function loadConfig(env: Env = process.env): Config {
   const config: Config = {
     port,
     host,
+    opsPort: int(env, 'OPS_PORT', 9464, 0, 65535),
+    opsHost: env.OPS_HOST || '127.0.0.1',
     publicBaseUrl: (env.PUBLIC_BASE_URL || `http://${host}:${port}`).replace(/\/+$/, ''),
     role: oneOf(env, 'ROLE', 'all', ['api', 'consumers', 'all'] as const),
     databaseUrl: env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/catalog',

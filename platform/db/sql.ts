@@ -3,6 +3,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { CompiledQuery, sql } from 'kysely';
 import type { Kysely, RawBuilder, Transaction } from 'kysely';
 import pg from 'pg';
+import { inSpan, tracingOn } from '../tracing.ts';
 
 /**
  * What every store is given: MikroORM's entity manager. Inside `db.transactional(fn)` (the one
@@ -62,11 +63,23 @@ export async function query<Row>(db: Db, ...args: [string, ...Statement] | State
     if (preparedFragments.has(statement)) prepared(compiled.sql);
   }
   try {
-    const result = await executor.executeQuery<Row>(compiled);
+    // A span named by the statement's name, or by its command and table when it has none.
+    const result = tracingOn()
+      ? await inSpan(`db ${name === UNNAMED ? summary(compiled.sql) : name}`, { kind: 'client', childOnly: true, attributes: { 'db.system.name': 'postgresql' } },
+        () => executor.executeQuery<Row>(compiled))
+      : await executor.executeQuery<Row>(compiled);
     return result.rows as Row[];
   } finally {
     observe?.(name, (performance.now() - started) / 1000);
   }
+}
+
+/** A statement's span name: its first command and table (`INSERT outbox`, `SELECT items`), never its values. */
+function summary(text: string): string {
+  const found = /\b(INSERT\s+INTO|UPDATE|DELETE\s+FROM|FROM)\s+([a-z_][a-z0-9_]*)/i.exec(text);
+  if (!found) return /^\s*(\w+)/.exec(text)?.[1]?.toUpperCase() ?? 'statement';
+  const command = found[1]!.split(/\s+/)[0]!.toUpperCase();
+  return `${command === 'FROM' ? 'SELECT' : command} ${found[2]}`;
 }
 
 const preparedNames = new Map<string, string>();

@@ -1,9 +1,11 @@
-// Operational routes outside the API prefix: liveness, readiness, metrics and the API reference.
+// Operational routes outside the API prefix: liveness, readiness (cached), metrics and the API reference.
 import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import type { ServerResponse } from 'node:http';
 import { retryOnConnectionLoss } from '../db/connections.ts';
+import type { Registry } from 'prom-client';
+import { detached } from '../async-context.ts';
 import { query } from '../db/sql.ts';
 import { sendJson } from './respond.ts';
 import { API_PREFIX } from './contract.ts';
@@ -51,14 +53,32 @@ const timeout = <T>(promise: Promise<T>, ms: number, fallback: T): Promise<T> =>
   Promise.race([promise, new Promise<T>((resolve) => setTimeout(() => resolve(fallback), ms).unref())]);
 
 type Check = 'ok' | 'error';
+export type Readiness = { database: Check; kafka: Check };
+export type ReadinessDependencies = Pick<Services, 'orm' | 'kafkaReachable'>;
 
 // The contract's Readiness names each check `ok` or `error`: a dependency that refuses and one
 // that does not answer in time are the same to a load balancer.
-async function readiness(services: Services): Promise<{ database: Check; kafka: Check }> {
+async function readiness(services: ReadinessDependencies): Promise<Readiness> {
   // A pooled connection that Postgres ended meanwhile is not an outage: try once more on a new one.
   const database = timeout<Check>(retryOnConnectionLoss(() => query(services.orm.em, 'readiness.ping', 'SELECT 1')).then(() => 'ok', () => 'error'), 2000, 'error');
   const kafka = timeout<Check>(services.kafkaReachable().then((ok) => (ok ? 'ok' : 'error'), () => 'error'), 3000, 'error');
   return { database: await database, kafka: await kafka };
+}
+
+/**
+ * The dependency checks of the process, shared by both ports: probes arriving while a check runs,
+ * or within `ttlMs` of its answer, get that answer, so a flood of /readyz costs Postgres nothing.
+ */
+export function cachedReadiness(dependencies: ReadinessDependencies, ttlMs = 1000): () => Promise<Readiness> {
+  let last: { answer: Promise<Readiness>; settledAt: number | undefined } | undefined;
+  return () => {
+    if (last && (last.settledAt === undefined || performance.now() - last.settledAt < ttlMs)) return last.answer;
+    // Shared by every probe of the next second: started in the root context, no caller's (docs/design.md, "Async context").
+    const current: { answer: Promise<Readiness>; settledAt: number | undefined } = { answer: detached(() => readiness(dependencies)), settledAt: undefined };
+    void current.answer.finally(() => { current.settledAt = performance.now(); });
+    last = current;
+    return current.answer;
+  };
 }
 
 function send(res: ServerResponse, status: number, body: string | Buffer, contentType: string, headers: Record<string, string>) {
@@ -66,28 +86,39 @@ function send(res: ServerResponse, status: number, body: string | Buffer, conten
   res.end(body);
 }
 
-/** The operational route for a request, if it is one; `serve` writes the whole response. */
-export function matchOps(services: Services, method: string, path: string): { operationId: string; serve: (res: ServerResponse, headers: Record<string, string>) => Promise<void> } | undefined {
-  const isRead = method === 'GET' || method === 'HEAD';
-  if (!isRead) return undefined;
+export interface OpsRoute {
+  operationId: string;
+  serve: (res: ServerResponse, headers: Record<string, string>) => Promise<void>;
+}
+
+/** /healthz and /readyz, served on both the API port and the operations port. */
+export function matchProbe(probe: () => Promise<Readiness>, path: string): OpsRoute | undefined {
   if (path === '/healthz') return { operationId: 'getHealth', serve: async (res, headers) => sendJson(res, 200, { status: 'ok' }, headers) };
   if (path === '/readyz') {
     return {
       operationId: 'getReadiness',
       serve: async (res, headers) => {
-        const checks = await readiness(services);
+        const checks = await probe();
         // Serving needs Postgres only; Kafka is reported beside it (the outbox holds events meanwhile).
         const ready = checks.database === 'ok';
         sendJson(res, ready ? 200 : 503, { status: ready ? 'ready' : 'not_ready', checks }, headers);
       },
     };
   }
-  if (path === '/metrics') {
-    return {
-      operationId: 'getMetrics',
-      serve: async (res, headers) => send(res, 200, await services.metrics.registry.metrics(), services.metrics.registry.contentType, headers),
-    };
-  }
+  return undefined;
+}
+
+/** /metrics: only on the operations port, which is private (loopback unless OPS_HOST says otherwise). */
+export function metricsRoute(registry: Registry): OpsRoute {
+  return { operationId: 'getMetrics', serve: async (res, headers) => send(res, 200, await registry.metrics(), registry.contentType, headers) };
+}
+
+/** The operational route of the API port for a request, if it is one; `serve` writes the whole response. */
+export function matchOps(services: Services, method: string, path: string): OpsRoute | undefined {
+  const isRead = method === 'GET' || method === 'HEAD';
+  if (!isRead) return undefined;
+  const probe = matchProbe(services.readiness, path);
+  if (probe) return probe;
   if (path === '/docs' || path === '/docs/') {
     return { operationId: 'getDocs', serve: async (res, headers) => send(res, 200, DOCS_PAGE, 'text/html; charset=utf-8', headers) };
   }

@@ -2,6 +2,7 @@
 import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { detached } from '../async-context.ts';
+import { failSpan, inSpan, tracingOn } from '../tracing.ts';
 import { API_PREFIX } from './contract.ts';
 import { createCors } from './cors.ts';
 import type { Cors } from './cors.ts';
@@ -49,7 +50,7 @@ export function createHttpServer(options: HttpServerOptions): Server {
         latencyMs: Math.round(seconds * 1e4) / 10, catalogId: record.catalogId,
       }, 'request');
     });
-    handle(options, cors, req, res, requestId, record).catch((error) => {
+    traced(req, res, record, () => handle(options, cors, req, res, requestId, record)).catch((error) => {
       services.logger.error({ err: error, requestId }, 'unhandled request failure');
       if (!res.headersSent) sendError(res, error, requestId, { 'x-request-id': requestId });
       else res.destroy();
@@ -58,6 +59,23 @@ export function createHttpServer(options: HttpServerOptions): Server {
   // What the HTTP parser refuses never reaches the handler above; answer it in the envelope too.
   server.on('clientError', answerClientError(services.logger));
   return server;
+}
+
+/**
+ * The request's server span, named by its operationId, continuing an incoming `traceparent`;
+ * it ends with the response. Traces off, just the request.
+ */
+function traced(req: IncomingMessage, res: ServerResponse, record: RequestRecord, work: () => Promise<void>): Promise<void> {
+  if (!tracingOn()) return work();
+  const incoming = req.headers.traceparent;
+  return inSpan(`HTTP ${req.method}`, { kind: 'server', parent: typeof incoming === 'string' ? incoming : null, attributes: { 'http.request.method': req.method } }, async (span) => {
+    await work();
+    if (!res.writableFinished && !res.destroyed) await new Promise((done) => res.once('close', done));
+    span?.updateName(record.operationId ?? 'unmatched');
+    span?.setAttribute('http.response.status_code', res.statusCode);
+    if (record.catalogId) span?.setAttribute('catalog.id', record.catalogId);
+    if (res.statusCode >= 500) failSpan(span, `answered ${res.statusCode}`);
+  });
 }
 
 async function handle(options: HttpServerOptions, cors: Cors, req: IncomingMessage, res: ServerResponse, requestId: string, record: RequestRecord) {

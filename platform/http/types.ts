@@ -8,6 +8,7 @@ import type { ObjectStorage } from '../storage/storage.ts';
 import type { Contract } from './contract.ts';
 import type { Metrics } from '../metrics.ts';
 import type { RateLimitState } from './rate-limit.ts';
+import type { Readiness } from './ops.ts';
 
 export type Scope = 'catalog:read' | 'catalog:write' | 'bulk_import:manage' | 'webhooks:manage' | 'stock:write';
 
@@ -30,6 +31,8 @@ export interface Services {
   countKey: (token: string) => Promise<{ auth: Auth; rateLimit: RateLimitState } | undefined>;
   /** Whether the Kafka cluster answers; used by /readyz. */
   kafkaReachable: () => Promise<boolean>;
+  /** The dependency checks /readyz answers with, cached for a second (ops.ts). */
+  readiness: () => Promise<Readiness>;
 }
 
 /** What the pipeline knows of a request before a handler's operation types it (operation-types.ts). */

@@ -31,6 +31,8 @@ export interface KafkaClient {
   runConsumer(options: RunConsumerOptions): Promise<RunningConsumer>;
   /** True when a broker answers a metadata request within the timeout (/readyz). */
   ping(timeoutMs?: number): Promise<boolean>;
+  /** The consumers this client runs now (their groups' lag is a metric: platform/kafka/lag.ts). */
+  running(): readonly RunningConsumer[];
   /** Disconnects the producer and every consumer this client started. */
   disconnect(): Promise<void>;
 }
@@ -47,6 +49,9 @@ export interface RunConsumerOptions {
 
 export interface RunningConsumer {
   readonly consumer: Consumer;
+  readonly groupId: string;
+  /** Full topic names, prefix included. */
+  readonly topics: readonly string[];
   stop(): Promise<void>;
 }
 
@@ -200,6 +205,8 @@ export async function createKafkaClient(config: Config, logger: Logger, options:
     });
     const running: RunningConsumer = {
       consumer,
+      groupId: run.groupId,
+      topics: run.topics.map((t) => topicName(topicPrefix, t)),
       stop: () => {
         stopping ??= (async () => {
           consumers.delete(running);
@@ -226,6 +233,7 @@ export async function createKafkaClient(config: Config, logger: Logger, options:
     ensureTopics: ensureServiceTopics,
     runConsumer,
     ping: (timeoutMs = 2000) => brokersAnswer(brokers, timeoutMs),
+    running: () => [...consumers],
     async disconnect() {
       await Promise.allSettled([...consumers].map((c) => c.stop()));
       const current = producerPromise;

@@ -21,6 +21,7 @@ export const IMAGES = {
   postgres: 'catalog-local/postgres:15',
   s3proxy: `catalog-local/s3proxy:${S3PROXY_VERSION}`,
   node: 'catalog-local/node:24-slim',
+  prometheus: 'catalog-local/prometheus:debian',
 } as const;
 
 /** `docker --host <the run's daemon> …` */
@@ -85,6 +86,7 @@ export async function buildImages(work: string, docker: Docker): Promise<void> {
   }), { JRE_IMAGE: IMAGES.jre });
 
   await build(IMAGES.postgres, context(work, 'postgres', here('postgres', 'Dockerfile', 'docker-entrypoint.sh')), { BASE_IMAGE: IMAGES.debian });
+  await build(IMAGES.prometheus, context(work, 'prometheus', here('prometheus', 'Dockerfile')), { BASE_IMAGE: IMAGES.debian });
 
   // The Node 24 this script runs on (the project's `node` package) and the npm running it.
   const npmCli = process.env.npm_execpath;

@@ -23,6 +23,8 @@ function required(name: string): string {
 const apiUrl = required('SMOKE_API_URL');
 const brokers = required('SMOKE_KAFKA_BROKERS').split(',');
 const s3PublicEndpoint = required('SMOKE_S3_PUBLIC_ENDPOINT');
+const opsUrl = required('SMOKE_OPS_URL');
+const prometheusUrl = required('SMOKE_PROMETHEUS_URL');
 /** `docker-compose -p … -f …` (or `docker compose …`), the command that drives the stack. */
 const compose: string[] = JSON.parse(required('SMOKE_COMPOSE'));
 // Nothing here waits on this machine's speed: each wait is a safety net against a stack that
@@ -93,4 +95,37 @@ test('compose stack: CLI key, upsert, bulk import through the signed address, si
   assert.deepEqual(itemEvents.map((event) => event.id).sort(), [...delivered.keys()].sort(), 'the broker and the webhook carry the same item events');
   for (const event of itemEvents) assert.deepEqual(JSON.parse(delivered.get(event.id)!.rawBody.toString('utf8')), event);
   assert.ok(ours.some((event) => event.type === 'import.completed' && event.resourceId === created.jobId), 'no import.completed event for the job');
+});
+
+/** A Prometheus HTTP API answer's `data`. */
+async function prometheus<T>(path: string): Promise<T> {
+  const response = await fetch(`${prometheusUrl}${path}`);
+  assert.equal(response.status, 200, `${path}: ${response.status}`);
+  return ((await response.json()) as { data: T }).data;
+}
+
+test('compose stack: the api\'s /metrics on its operations port only, Prometheus scraping both roles with the alerting rules loaded', async () => {
+  const onApi = await fetch(`${apiUrl}/metrics`);
+  assert.equal(onApi.status, 404);
+  const scraped = await fetch(`${opsUrl}/metrics`);
+  assert.equal(scraped.status, 200);
+  assert.match(await scraped.text(), /^catalog_http_requests_total\{/m);
+
+  const rules = await prometheus<{ groups: Array<{ name: string; rules: Array<{ name: string }> }> }>('/api/v1/rules');
+  const loaded = rules.groups.flatMap((group) => group.rules.map((rule) => rule.name));
+  for (const alert of ['CatalogOutboxLagging', 'CatalogHttp5xx', 'CatalogConsumerLag', 'CatalogDependencyDown']) assert.ok(loaded.includes(alert), `${alert} is not loaded: ${loaded.join(', ')}`);
+
+  // The first test's import was counted by the consumers process, and only there; Prometheus
+  // scrapes every 15 s, so this waits for a scrape or two.
+  const began = Date.now();
+  let answer: Array<{ metric: Record<string, string>; value: [number, string] }> = [];
+  while (Date.now() - began < DELIVERY_SAFETY_NET_MS) {
+    answer = (await prometheus<{ result: typeof answer }>(`/api/v1/query?query=${encodeURIComponent('sum by (role) (catalog_import_lines_total{job="catalog"})')}`)).result;
+    const targets = await prometheus<{ activeTargets: Array<{ labels: Record<string, string>; health: string }> }>('/api/v1/targets');
+    const up = new Set(targets.activeTargets.filter((t) => t.health === 'up').map((t) => t.labels.role));
+    if (up.has('api') && up.has('consumers') && answer.some((sample) => sample.metric.role === 'consumers')) break;
+    await new Promise((done) => setTimeout(done, 2000));
+  }
+  const byRole = new Map(answer.map((sample) => [sample.metric.role, Number(sample.value[1])]));
+  assert.ok((byRole.get('consumers') ?? 0) >= 3, `import lines by role: ${JSON.stringify([...byRole])}`);
 });

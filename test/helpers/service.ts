@@ -20,6 +20,8 @@ import { dropTopics, launchService } from './spawned-service.ts';
 export interface TestService {
   readonly runtime: Runtime;
   url: string;
+  /** The operations listener: /metrics, /healthz, /readyz. */
+  opsUrl: string;
   /** The configuration the service was started with. */
   config: Config;
   databaseUrl: string;
@@ -48,6 +50,7 @@ export function testEnv(file: string, databaseUrl: string, overrides: Record<str
     ...process.env,
     PORT: '0',
     HOST: '127.0.0.1',
+    OPS_PORT: '0',
     DATABASE_URL: databaseUrl,
     KAFKA_TOPIC_PREFIX: topicPrefixFor(file),
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
@@ -70,6 +73,7 @@ export async function startTestService(file: string, overrides: Record<string, s
   return {
     runtime,
     url: started.url,
+    opsUrl: started.opsUrl,
     config,
     databaseUrl,
     orm,
@@ -100,6 +104,7 @@ export async function startTestService(file: string, overrides: Record<string, s
 
 interface Started {
   url: string;
+  opsUrl: string;
   config: Config;
   orm: Orm;
   brokers: readonly string[];
@@ -109,7 +114,7 @@ interface Started {
 async function inProcess(file: string, databaseUrl: string, overrides: Record<string, string>): Promise<Started> {
   const config = loadConfig(testEnv(file, databaseUrl, overrides));
   const service = await startService(config, createLogger(config.logLevel));
-  return { url: service.url!, config, orm: service.orm, brokers: service.kafka.brokers, stop: service.close };
+  return { url: service.url!, opsUrl: service.opsUrl, config, orm: service.orm, brokers: service.kafka.brokers, stop: service.close };
 }
 
 // Under Deno the service logs at warn, so that a failing test shows the child's own last words.
@@ -121,6 +126,7 @@ async function childProcess(file: string, databaseUrl: string, overrides: Record
   });
   // The child's address must be known before it starts: PORT=0 becomes a free port.
   if (env.PORT === '0') env.PORT = String(await freePort());
+  if (env.OPS_PORT === '0') env.OPS_PORT = String(await freePort());
   const config = loadConfig(env);
   // Migrations are applied here first, so the child finds the schema ready.
   const orm = await openDatabase({ databaseUrl, logger: createLogger('silent'), poolSize: 4 });
@@ -128,6 +134,7 @@ async function childProcess(file: string, databaseUrl: string, overrides: Record
     const launched = await launchService('deno', env);
     return {
       url: launched.url,
+      opsUrl: launched.opsUrl,
       config,
       orm,
       brokers: config.kafkaBrokers ?? [],

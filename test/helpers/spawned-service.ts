@@ -37,6 +37,8 @@ export interface ServiceProcess {
   readonly runtime: Runtime;
   /** `http://127.0.0.1:<port>` */
   readonly url: string;
+  /** `http://127.0.0.1:<OPS_PORT>`: /metrics, /healthz, /readyz. */
+  readonly opsUrl: string;
   readonly child: ChildProcess;
   /** What the process wrote so far (the last few MB of each stream). */
   output(): { stdout: string; stderr: string };
@@ -82,8 +84,8 @@ class Tail {
 }
 
 /**
- * Starts `cli/main.ts serve` under `runtime` with exactly `env` (which must name a PORT other
- * than 0) and resolves once `/readyz` answers 200, or rejects with the process's last words.
+ * Starts `cli/main.ts serve` under `runtime` with exactly `env` (which must name a PORT and an
+ * OPS_PORT other than 0) and resolves once `/readyz` answers 200, or rejects with the process's last words.
  */
 export async function launchService(runtime: Runtime, env: Record<string, string | undefined>, serveArgs: string[] = []): Promise<ServiceProcess> {
   const { command, args } = runtimeCommand(runtime, ['serve', ...serveArgs]);
@@ -100,6 +102,7 @@ export async function launchService(runtime: Runtime, env: Record<string, string
   const launched: ServiceProcess = {
     runtime,
     url: `http://${env.HOST ?? '127.0.0.1'}:${env.PORT}`,
+    opsUrl: `http://${env.OPS_HOST ?? '127.0.0.1'}:${env.OPS_PORT ?? 9464}`,
     child,
     output: () => ({ stdout: stdout.text(), stderr: stderr.text() }),
     logFor(requestId) {
@@ -170,6 +173,7 @@ export async function spawnService(file: string, runtime: Runtime, options: Spaw
       ...process.env,
       PORT: String(await freePort()),
       HOST: '127.0.0.1',
+      OPS_PORT: String(await freePort()),
       DATABASE_URL: databaseUrl,
       KAFKA_BROKERS: brokers.join(','),
       KAFKA_TOPIC_PREFIX: topicPrefix,

@@ -122,13 +122,13 @@ test('X-Request-Id: a sane incoming id is kept, anything else is replaced', asyn
   assert.equal(error.body.error.requestId, 'trace-err-12345', 'errors quote the request id');
 });
 
-test('health, readiness, metrics and docs answer outside the prefix', async () => {
+test('health, readiness and docs answer outside the prefix, metrics on the operations port', async () => {
   const health = await checkedFetch(`${service.url}/healthz`);
   assert.equal(health.response.status, 200);
   const ready = await checkedFetch(`${service.url}/readyz`);
   assert.equal(ready.response.status, 200, JSON.stringify(ready.body));
   assert.deepEqual(ready.body.checks, { database: 'ok', kafka: 'ok' });
-  const metrics = await checkedFetch(`${service.url}/metrics`);
+  const metrics = await checkedFetch(`${service.opsUrl}/metrics`);
   assert.match(metrics.body, /catalog_http_requests_total\{/);
   assert.match(metrics.body, /catalog_db_statement_duration_seconds_count\{[^}]*statement="access\.authenticate_keys"[^}]*\} [1-9]/, 'statement times by name');
   const docs = await checkedFetch(`${service.url}/docs`);

@@ -17,7 +17,7 @@ const opts = (tenant: Tenant, headers: Record<string, string> = {}) => clientOpt
 
 /** catalog_import_lines_total by outcome; a series not yet counted reads 0. */
 async function importLineMetrics() {
-  const value = async (outcome: string) => (await metricValue(service.url, 'catalog_import_lines_total', { outcome })) ?? 0;
+  const value = async (outcome: string) => (await metricValue(service.opsUrl, 'catalog_import_lines_total', { outcome })) ?? 0;
   return { created: await value('created'), updated: await value('updated'), unchanged: await value('unchanged'), failed: await value('failed') };
 }
 

@@ -14,6 +14,7 @@ import { readTopic } from '../helpers/kafka.ts';
 import { SETTLE_MS, assertMediaEvent, downloadBudgetMs, eventually, mediaEvents, mediaJobs, settledItem, startMediaBed } from '../helpers/media.ts';
 import type { MediaBed } from '../helpers/media.ts';
 import { jsonl, runImport } from '../helpers/imports.ts';
+import { metricValue } from '../helpers/metrics.ts';
 import type { Tenant, TestService } from '../helpers/service.ts';
 
 const FILE = import.meta.filename;
@@ -255,6 +256,7 @@ test('failures end as failed assets with media.ingestion_failed and a reason', a
     ['/bad/truncated.png', 'undecodable', 1], ['/bad/huge.jpg', 'too_large', 1], ['/bad/declared-huge.jpg', 'too_large', 1],
     ['/bad/slow.png', 'timeout', 1 + RETRIES], ['/bad/error.png', 'http_error', 1 + RETRIES],
   ];
+  const failedBefore = (await metricValue(service.opsUrl, 'catalog_media_jobs_total', { outcome: 'failed' })) ?? 0;
   expectData(await api.upsertItem(item('BAD', cases.map(([path]) => origin.at(path))), opts()), 201);
   // The slow route's attempts all run to the timeout: the wait is the configured worst case, and then some.
   const settled = await settledItem(service.url, tenant.key, 'BAD', undefined, downloadBudgetMs(service.config.media) + SETTLE_MS);
@@ -275,6 +277,7 @@ test('failures end as failed assets with media.ingestion_failed and a reason', a
     assertMediaEvent(events[0]);
     assert.deepEqual(events[0].data.externalIds, ['BAD']);
   }
+  assert.equal((await metricValue(service.opsUrl, 'catalog_media_jobs_total', { outcome: 'failed' }))! - failedBefore, cases.length, 'counted for the media alert');
   // Bodies are written to files as they arrive: none is left behind by a refused or broken one.
   assert.deepEqual(readdirSync(join(storageDir, '.incoming')), []);
 });

@@ -72,7 +72,7 @@ test('a record the broker refuses is parked, logged and counted, while another c
     catalogId: stalled.catalogId, errorType: 'MESSAGE_TOO_LARGE', reason: undefined, byteSize: Buffer.byteLength(JSON.stringify(huge)), parkedAt: undefined, resentAt: null,
   });
   assert.deepEqual((await parked({ catalogId: other.catalogId })).length, 0);
-  assert.equal(await metricValue(bed.service.url, 'catalog_outbox_parked_records'), 1);
+  assert.equal(await metricValue(bed.service.opsUrl, 'catalog_outbox_parked_records'), 1);
   // A key without the operator's scope sees none of it.
   assert.equal((await api.listParkedRecords({}, clientOptions(bed.service.url, stalled.key))).status, 403);
 
@@ -97,7 +97,7 @@ test('a record the broker refuses is parked, logged and counted, while another c
   assert.ok(again.some((r) => r.headers['event-id'] === huge.id), 'the re-sent record is on Kafka');
   assert.deepEqual(await parked(), []);
   assert.equal((await parked({ includeResent: true })).length, 1);
-  assert.equal(await metricValue(bed.service.url, 'catalog_outbox_parked_records'), 0);
+  assert.equal(await metricValue(bed.service.opsUrl, 'catalog_outbox_parked_records'), 0);
 
   // The operator's command line says the same.
   const cli = (...args: string[]) => run(...cliCommand(['outbox', ...args]), { env: testEnv(FILE, bed.service.databaseUrl) as NodeJS.ProcessEnv })

@@ -6,6 +6,7 @@ import type { WebhookCreated, WebhookDelivery, WebhookDeliveryDetail } from '../
 import { domainEvent, eventRow, writeOutbox } from '../../domain/events/outbox.ts';
 import { nextAttemptDelay, parseRetryAfter } from '../../domain/webhooks/retry-schedule.ts';
 import { clientOptions } from '../helpers/client.ts';
+import { metricValue } from '../helpers/metrics.ts';
 import { startTestService } from '../helpers/service.ts';
 import type { Tenant, TestService } from '../helpers/service.ts';
 import { startSmtp } from '../helpers/smtp.ts';
@@ -214,6 +215,7 @@ describe('schedule arithmetic', () => {
 describe('disabling, resuming and recovery', () => {
   test('20 consecutive exhausted deliveries disable the webhook and e-mail the catalog owner once over SMTP; resume re-enables it', async () => {
     const hook = await subscribe('/broken');
+    const disabledBefore = (await metricValue(service.opsUrl, 'catalog_webhooks_disabled_total')) ?? 0;
     let healthy = false;
     // The late event's attempts are slow (just under the timeout): it is still climbing its ladder
     // when the other 20 have exhausted theirs, so it must pause, not exhaust.
@@ -224,6 +226,7 @@ describe('disabling, resuming and recovery', () => {
     assert.equal(disabled.consecutiveFailures, 20);
     assert.ok(disabled.disabledAt);
     assert.equal((await deliveries(hook.id, 'exhausted')).length, 20);
+    assert.equal(await metricValue(service.opsUrl, 'catalog_webhooks_disabled_total'), disabledBefore + 1, 'counted for the alert on disabled webhooks');
     const [paused] = await until('the late delivery to pause', () => deliveries(hook.id, 'pending'), (d) => d.length === 1 && d[0]!.nextAttemptAt === null);
     assert.equal(paused!.eventId, late!.id);
     assert.ok(paused!.attemptCount < 8);

@@ -267,7 +267,7 @@ describe('delivery', () => {
   test('test ping: a webhook.test event for that webhook only, logged with its attempt', async () => {
     const hook = await subscribe(alice, '/ping', ['item.created']);
     await subscribe(alice, '/ping-other', ['*']);
-    const attemptsBefore = (await metricValue(service.url, 'catalog_webhook_delivery_attempts_total', { outcome: 'succeeded' })) ?? 0;
+    const attemptsBefore = (await metricValue(service.opsUrl, 'catalog_webhook_delivery_attempts_total', { outcome: 'succeeded' })) ?? 0;
     const queued = await client.testWebhook(hook.id, api(alice));
     assert.equal(queued.status, 202);
     if (queued.status !== 202) return;
@@ -297,10 +297,10 @@ describe('delivery', () => {
     if (succeeded.status === 200) assert.equal(succeeded.data.data.deliveries.length, 1);
     if (exhausted.status === 200) assert.equal(exhausted.data.data.deliveries.length, 0);
     // /metrics counted the attempt (this service's other tests may add theirs), and reads the outbox's backlog.
-    const attemptsAfter = await metricValue(service.url, 'catalog_webhook_delivery_attempts_total', { outcome: 'succeeded' });
+    const attemptsAfter = await metricValue(service.opsUrl, 'catalog_webhook_delivery_attempts_total', { outcome: 'succeeded' });
     assert.ok(attemptsAfter !== undefined && attemptsAfter >= attemptsBefore + 1, `attempts: ${attemptsBefore} → ${attemptsAfter}`);
     for (const name of ['catalog_outbox_pending_events', 'catalog_outbox_lag_seconds']) {
-      const value = await metricValue(service.url, name);
+      const value = await metricValue(service.opsUrl, name);
       assert.ok(value !== undefined && Number.isFinite(value) && value >= 0, `${name} = ${value}`);
     }
   });

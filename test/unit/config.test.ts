@@ -42,7 +42,8 @@ test('values are parsed and checked', () => {
   assert.deepEqual(config.kafkaBrokers, ['a:9092', 'b:9092']);
   assert.equal(config.webhookAllowHttp, true);
   assert.equal(config.role, 'api');
-  for (const [name, value] of [['PORT', 'eighty'], ['ROLE', 'worker'], ['WEBHOOK_RETRY_DELAYS_MS', '1,2,3'],
+  assert.deepEqual([config.opsPort, config.opsHost], [9464, '127.0.0.1'], 'the operations port listens on loopback unless told otherwise');
+  for (const [name, value] of [['PORT', 'eighty'], ['OPS_PORT', '65536'], ['ROLE', 'worker'], ['WEBHOOK_RETRY_DELAYS_MS', '1,2,3'],
     ['LOG_LEVEL', 'loud'], ['OUTBOUND_ALLOW_PRIVATE', 'maybe'], ['STORAGE_DRIVER', 'ftp'], ['SIGNING_SECRET', 'short']]) {
     assert.throws(() => loadConfig({ ...base(), [name!]: value }), (error: Error) => error instanceof ConfigError && error.message.includes(name!));
   }

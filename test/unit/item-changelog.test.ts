@@ -13,7 +13,7 @@ const item = {
 };
 const row = (type: string, data: object, resourceId = item.externalId): OutboxRecord => ({
   row: '1', lane: 0, event_id: '0192f620-5e6f-7a7b-9c8d-9e0f1a2b3c4d', topic: 'catalog.events.v1', key: JSON.stringify([CATALOG, 'erp', resourceId]), catalog_id: CATALOG, type,
-  committed_at: '1795435200123',
+  committed_at: '1795435200123', traceparent: null,
   payload: JSON.stringify({ id: '0192f620-5e6f-7a7b-9c8d-9e0f1a2b3c4d', type, catalogId: CATALOG, resourceId, createdAt: '2026-11-21T12:00:00.123Z', data }),
 });
 

@@ -32,6 +32,7 @@ const MODULE_STATE: Record<string, string> = {
   'platform/kafka/kafkajs-quirks.ts': 'whether the timer warning filter is installed (once per process)',
   'domain/media/image.ts': 'sharp and file-type, loaded on first use (a process that never ingests never loads them)',
   'domain/items/payload.ts': 'the item validator, compiled from the contract on first use',
+  'platform/tracing.ts': 'the OpenTelemetry SDK, loaded and started once per process only when OTEL_* configures an exporter',
 };
 
 const MAX_LINES = 300;

@@ -14,7 +14,8 @@ import { MediaRenditions } from './0012-media-renditions.ts';
 import { DeliveryIds } from './0013-delivery-ids.ts';
 import { ItemForeignKeys } from './0014-item-foreign-keys.ts';
 import { ParkedRecords } from './0015-parked-records.ts';
-import { OutboxLanes } from './0016-outbox-lanes.ts';
+import { TraceContext } from './0016-trace-context.ts';
+import { OutboxLanes } from './0017-outbox-lanes.ts';
 
 export const migrations: MigrationObject[] = [
   { name: '0001-initial-schema', class: InitialSchema },
@@ -31,5 +32,6 @@ export const migrations: MigrationObject[] = [
   { name: '0013-delivery-ids', class: DeliveryIds },
   { name: '0014-item-foreign-keys', class: ItemForeignKeys },
   { name: '0015-parked-records', class: ParkedRecords },
-  { name: '0016-outbox-lanes', class: OutboxLanes },
+  { name: '0016-trace-context', class: TraceContext },
+  { name: '0017-outbox-lanes', class: OutboxLanes },
 ];

@@ -2,7 +2,7 @@
 import { Migration } from '@mikro-orm/migrations';
 
 export class OutboxLanes extends Migration {
-  override name = '0016-outbox-lanes';
+  override name = '0017-outbox-lanes';
 
   override up(): void {
     // A constant default fills the existing rows without rewriting the table; later rows name their lane.

@@ -1,0 +1,160 @@
+// OpenTelemetry traces: off unless the standard OTEL_* variables name an exporter, and then the SDK is loaded (docs/operations.md, "Traces").
+import type { Span, Tracer } from '@opentelemetry/api';
+import { detached } from './async-context.ts';
+
+type Api = typeof import('@opentelemetry/api');
+type Env = Record<string, string | undefined>;
+export type { Span };
+
+/** The SDK once started: everything here does nothing, and costs a test of this, until then. */
+let otel: { api: Api; tracer: Tracer; shutdown: () => Promise<void> } | undefined;
+
+export type TraceExporter = 'otlp' | 'zipkin';
+
+/**
+ * The exporter the environment asks for, or undefined when traces are off: OTEL_TRACES_EXPORTER
+ * (`otlp`, `zipkin`, `none`) or, without it, an OTLP endpoint (OTEL_EXPORTER_OTLP_ENDPOINT or
+ * OTEL_EXPORTER_OTLP_TRACES_ENDPOINT). OTEL_SDK_DISABLED=true turns them off whatever else is set.
+ */
+export function traceExporterOf(env: Env): TraceExporter | undefined {
+  if (env.OTEL_SDK_DISABLED?.trim().toLowerCase() === 'true') return undefined;
+  const named = env.OTEL_TRACES_EXPORTER?.trim().toLowerCase();
+  if (named === 'none') return undefined;
+  if (named === 'otlp' || named === 'zipkin') return named;
+  if (named) throw new Error(`OTEL_TRACES_EXPORTER must be otlp, zipkin or none, got "${env.OTEL_TRACES_EXPORTER}"`);
+  return env.OTEL_EXPORTER_OTLP_ENDPOINT || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ? 'otlp' : undefined;
+}
+
+/** OTEL_TRACES_SAMPLER (and _ARG): always_on, always_off, traceidratio, or parentbased_ each (the default, parentbased_always_on). */
+function samplerOf(env: Env, sdk: typeof import('@opentelemetry/sdk-trace')) {
+  const name = env.OTEL_TRACES_SAMPLER?.trim().toLowerCase() || 'parentbased_always_on';
+  const ratio = Number(env.OTEL_TRACES_SAMPLER_ARG ?? 1);
+  const base = name.replace(/^parentbased_/, '');
+  const root = base === 'always_off' ? new sdk.AlwaysOffSampler()
+    : base === 'traceidratio' ? new sdk.TraceIdRatioBasedSampler(Number.isFinite(ratio) ? ratio : 1)
+      : base === 'always_on' ? new sdk.AlwaysOnSampler() : undefined;
+  if (!root) throw new Error(`OTEL_TRACES_SAMPLER must be always_on, always_off, traceidratio or parentbased_ one of them, got "${name}"`);
+  return name.startsWith('parentbased_') ? new sdk.ParentBasedSampler({ root }) : root;
+}
+
+/**
+ * Starts the SDK when the environment configures an exporter; resolves with the function that
+ * flushes and stops it. The packages load in the root context (docs/design.md, "Async context").
+ * OTEL_SERVICE_NAME names the process in the traces, `catalog-<role>` by default.
+ */
+export async function startTracing(env: Env, role: string): Promise<() => Promise<void>> {
+  const exporterName = traceExporterOf(env);
+  if (!exporterName || otel) return async () => {};
+  const [api, sdk, core, hooks, resources, exporter] = await detached(() => Promise.all([
+    import('@opentelemetry/api'), import('@opentelemetry/sdk-trace'), import('@opentelemetry/core'),
+    import('@opentelemetry/context-async-hooks'), import('@opentelemetry/resources'),
+    exporterName === 'zipkin'
+      ? import('@opentelemetry/exporter-zipkin').then((m) => new m.ZipkinExporter())
+      : import('@opentelemetry/exporter-trace-otlp-http').then((m) => new m.OTLPTraceExporter()),
+  ]));
+  api.context.setGlobalContextManager(new hooks.AsyncLocalStorageContextManager().enable());
+  api.propagation.setGlobalPropagator(new core.W3CTraceContextPropagator());
+  const provider = new sdk.TracerProvider({
+    resource: resources.defaultResource().merge(resources.resourceFromAttributes({
+      'service.name': env.OTEL_SERVICE_NAME || `catalog-${role}`, 'service.instance.id': `${process.pid}`,
+    })),
+    sampler: samplerOf(env, sdk),
+    spanProcessors: [new sdk.BatchSpanProcessor({ exporter, scheduledDelayMillis: Number(env.OTEL_BSP_SCHEDULE_DELAY) || 5000 })],
+  });
+  api.trace.setGlobalTracerProvider(provider);
+  const shutdown = async () => {
+    otel = undefined;
+    await provider.shutdown();
+    api.trace.disable();
+    api.propagation.disable();
+    api.context.disable();
+  };
+  otel = { api, tracer: provider.getTracer('catalog-service'), shutdown };
+  return shutdown;
+}
+
+export const tracingOn = (): boolean => otel !== undefined;
+
+export type SpanKindName = 'server' | 'client' | 'producer' | 'consumer' | 'internal';
+export type Attributes = Record<string, string | number | boolean | undefined>;
+
+export interface SpanOptions {
+  readonly kind?: SpanKindName;
+  readonly attributes?: Attributes;
+  /**
+   * The parent: a W3C traceparent (from a header, an outbox record, a delivery row), null for
+   * none (a new trace), absent for the span current where `inSpan` is called.
+   */
+  readonly parent?: string | null;
+  /** Only as a child: with no span current (and no `parent`), `work` runs without one. */
+  readonly childOnly?: boolean;
+  /** Traces this span works for without being their child (a relay claim's records), as traceparents. */
+  readonly links?: ReadonlyArray<string | null>;
+}
+
+/** The context a span starts in, and its start options; undefined when it is not to start. */
+function begin(options: SpanOptions) {
+  if (!otel) return undefined;
+  const { api } = otel;
+  const extract = (tp: string) => api.propagation.extract(api.ROOT_CONTEXT, { traceparent: tp });
+  const parent = options.parent === undefined ? api.context.active() : options.parent === null ? api.ROOT_CONTEXT : extract(options.parent);
+  if (options.childOnly && api.trace.getSpan(parent) === undefined) return undefined;
+  const links = (options.links ?? []).flatMap((tp) => {
+    const linked = tp ? api.trace.getSpanContext(extract(tp)) : undefined;
+    return linked ? [{ context: linked }] : [];
+  });
+  const kind = api.SpanKind[(options.kind ?? 'internal').toUpperCase() as keyof typeof api.SpanKind];
+  return { parent, start: { kind, attributes: clean(options.attributes), links } };
+}
+
+/** A span that the caller ends (`span.end()`), not made current: one of many at once (a Kafka send's records). */
+export function startSpan(name: string, options: SpanOptions): Span | undefined {
+  const begun = begin(options);
+  return begun && otel!.tracer.startSpan(name, begun.start, begun.parent);
+}
+
+/**
+ * Runs `work` in a new span that ends when it settles (an error is recorded on it and thrown
+ * on). Traces off, it is `work(undefined)`.
+ */
+export function inSpan<T>(name: string, options: SpanOptions, work: (span: Span | undefined) => Promise<T>): Promise<T> {
+  const begun = begin(options);
+  if (!begun) return work(undefined);
+  const { api, tracer } = otel!;
+  return tracer.startActiveSpan(name, begun.start, begun.parent, async (span) => {
+    try {
+      return await work(span);
+    } catch (error) {
+      span.recordException(error as Error);
+      span.setStatus({ code: api.SpanStatusCode.ERROR, message: (error as Error)?.message });
+      throw error;
+    } finally {
+      span.end();
+    }
+  });
+}
+
+function clean(attributes: Attributes | undefined): Record<string, string | number | boolean> | undefined {
+  if (!attributes) return undefined;
+  return Object.fromEntries(Object.entries(attributes).filter((entry): entry is [string, string | number | boolean] => entry[1] !== undefined));
+}
+
+/** Marks a span failed without an exception (a webhook receiver's 500, a refused image). */
+export function failSpan(span: Span | undefined, message: string): void {
+  if (span && otel) span.setStatus({ code: otel.api.SpanStatusCode.ERROR, message });
+}
+
+/** A Kafka header's text (kafkajs gives a Buffer, or an array when repeated); undefined when absent. */
+export function headerText(value: Buffer | string | ReadonlyArray<Buffer | string> | undefined): string | undefined {
+  const first = Array.isArray(value) ? value[0] : value;
+  return first === undefined ? undefined : String(first);
+}
+
+/** The W3C traceparent of `span`, or of the span current here; undefined with traces off or no span. */
+export function traceparent(span?: Span): string | undefined {
+  if (!otel) return undefined;
+  const { api } = otel;
+  const carrier: Record<string, string> = {};
+  api.propagation.inject(span ? api.trace.setSpan(api.context.active(), span) : api.context.active(), carrier);
+  return carrier.traceparent;
+}
