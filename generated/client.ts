@@ -325,6 +325,23 @@ export type ImportJob = {
     finishedAt: string | null;
     /** For dry runs, what the import would do; `null` for real imports and until a dry run finishes. */
     dryRunSummary: OutcomeSummary | null;
+    /** Lines processed per second since the job began processing (time spent queued is no
+    rate): known from the first batch processed; for a finished job, its average over the
+    whole run. `null` before any line is processed.
+     */
+    linesPerSecond: number | null;
+    /** Seconds until the job is done at `linesPerSecond`, while it is `processing` with a
+    rate; `null` otherwise.
+     */
+    etaSeconds: number | null;
+    /** Path (under the API prefix) of the job's results file (`getImportResults`), once the
+    job ended; `null` before.
+     */
+    resultsUrl: string | null;
+    /** Path (under the API prefix) of the failed lines' original bytes
+    (`getImportFailedLines`), once the job ended with line errors; `null` otherwise.
+     */
+    failedLinesUrl: string | null;
 };
 export type ImportList = {
     imports: ImportJob[];
@@ -1212,6 +1229,22 @@ export function listImportErrors(jobId: string, { errorType, limit, cursor }: {
         limit,
         cursor
     }))}`, {
+        ...opts
+    });
+}
+/**
+ * Download every line's outcome (the results file)
+ */
+export function getImportResults(jobId: string, opts?: Oazapfts.RequestOpts) {
+    return oazapfts.fetchText(`/imports/${encodeURIComponent(jobId)}/results`, {
+        ...opts
+    });
+}
+/**
+ * Download the failed lines' original bytes
+ */
+export function getImportFailedLines(jobId: string, opts?: Oazapfts.RequestOpts) {
+    return oazapfts.fetchText(`/imports/${encodeURIComponent(jobId)}/failed-lines`, {
         ...opts
     });
 }

@@ -6,8 +6,11 @@ import { itemsByFingerprint } from '../items/store.ts';
 import type { UpsertEntry } from '../items/upsert.ts';
 import { BATCH_LINES, linesToUpsert, outcomeOf, partOf, positionsIn } from './batch-pipeline.ts';
 import type { BatchTurn, LinesToUpsert, PreparedBatch } from './batch-pipeline.ts';
-import { batchRecordRider, recordBatch } from './job-store.ts';
-import type { BatchCounts, BatchPlace } from './job-store.ts';
+import { batchRecordRider, recordBatch } from './batch-record.ts';
+import type { BatchPlace } from './batch-record.ts';
+import type { BatchCounts } from './job-store.ts';
+import { dryRunChanges, knownResults, lineResults } from './line-results.ts';
+import type { LineResult } from './line-results.ts';
 import type { FileLine } from './line-reader.ts';
 import type { LineError } from './lines.ts';
 
@@ -36,7 +39,7 @@ function committed(job: BatchJob, last: FileLine, counts: BatchCounts): void {
 }
 
 const placeOf = (job: BatchJob, last: FileLine): BatchPlace =>
-  ({ jobId: job.jobId, fromLine: job.cursor.line, lastLine: last.lineNumber, endOffset: last.endOffset });
+  ({ jobId: job.jobId, catalogId: job.catalogId, fromLine: job.cursor.line, lastLine: last.lineNumber, endOffset: last.endOffset });
 
 /**
  * Commits lines read, at most BATCH_LINES to a transaction: the lines' upserts, their line
@@ -54,35 +57,35 @@ export async function commitBatch(job: BatchJob, batch: PreparedBatch, knownLine
   let known: ReadonlyMap<number, string> | undefined = await knownLines;
   let unchanged = 0;
   // The lines proved stored and not recorded yet: how many, and the last of them.
-  let knownRun = { lines: 0, last: undefined as FileLine | undefined };
+  let knownRun = { results: [] as LineResult[], last: undefined as FileLine | undefined };
   for (let start = 0; start < batch.lines.length; start += BATCH_LINES) {
     const part = partOf(batch, start);
     const partKnown = known === undefined ? await itemsByFingerprint(job.db(), job.catalogId, part.fingerprints)
       : part === batch ? known : positionsIn(known, start, part.lines.length);
     if (partKnown.size === part.lines.length) {
       unchanged += part.lines.length;
-      knownRun = { lines: knownRun.lines + part.lines.length, last: part.lines.at(-1) };
+      knownRun = { results: [...knownRun.results, ...knownResults(part.lines, partKnown)], last: part.lines.at(-1) };
       continue;
     }
-    if (knownRun.last) await recordKnown(job, knownRun.lines, knownRun.last);
-    knownRun = { lines: 0, last: undefined };
+    if (knownRun.last) await recordKnown(job, knownRun.results, knownRun.last);
+    knownRun = { results: [], last: undefined };
     unchanged += await commitLines(job, part, partKnown, turn);
     known = undefined;
   }
-  if (knownRun.last) await recordKnown(job, knownRun.lines, knownRun.last);
+  if (knownRun.last) await recordKnown(job, knownRun.results, knownRun.last);
   return unchanged;
 }
 
-/** `lines` lines all proved stored, ending with `last`: their counters and cursor, one statement. */
-async function recordKnown(job: BatchJob, lines: number, last: FileLine): Promise<void> {
-  const counts = { processed: lines, succeeded: 0, failed: 0, unchanged: lines, created: 0, updated: 0 };
-  await record(job.db(), job, last, counts, []);
+/** `known` lines all proved stored, ending with `last`: their counters, results and cursor, one statement. */
+async function recordKnown(job: BatchJob, known: readonly LineResult[], last: FileLine): Promise<void> {
+  const counts = { processed: known.length, succeeded: 0, failed: 0, unchanged: known.length, created: 0, updated: 0 };
+  await record(job.db(), job, last, counts, [], known);
   committed(job, last, counts);
 }
 
 /** The batch's record in `db`'s transaction; JobStopped, rolling the batch back, when the gate refuses. */
-async function record(db: Db, job: BatchJob, last: FileLine, counts: BatchCounts, errors: readonly LineError[]): Promise<void> {
-  if (!(await recordBatch(db, placeOf(job, last), counts, errors, job.dryRun))) throw new JobStopped();
+async function record(db: Db, job: BatchJob, last: FileLine, counts: BatchCounts, errors: readonly LineError[], results: readonly LineResult[]): Promise<void> {
+  if (!(await recordBatch(db, placeOf(job, last), counts, errors, results, job.dryRun))) throw new JobStopped();
 }
 
 /**
@@ -113,8 +116,9 @@ async function commitLinesOnce(job: BatchJob, part: PreparedBatch, known: Readon
       }) : [];
     turn.wrote();
     const outcome = outcomeOf(part, lines, entries);
+    const changes = job.dryRun ? await dryRunChanges(tx, job.catalogId, entries) : undefined;
     await turn.aheadCommitted;
-    await record(tx, job, last, outcome.counts, outcome.batchErrors);
+    await record(tx, job, last, outcome.counts, outcome.batchErrors, lineResults(lines, entries, changes));
     return outcome.counts;
   });
   committed(job, last, counts);
@@ -134,8 +138,11 @@ async function commitInOneStatement(job: BatchJob, part: PreparedBatch, lines: L
   let recorded = false;
   const riding = (decided: readonly UpsertEntry[], writing: number) => {
     recorded = true;
-    const known = outcomeOf(part, lines, [...lines.items.entries.filter((entry) => entry !== undefined), ...decided]);
-    return batchRecordRider(placeOf(job, last), known.counts, known.batchErrors, writing);
+    const entries = [...lines.items.entries.filter((entry) => entry !== undefined), ...decided];
+    const known = outcomeOf(part, lines, entries);
+    const byIndex: UpsertEntry[] = [];
+    for (const entry of entries) byIndex[entry.index] = entry;
+    return batchRecordRider(placeOf(job, last), known.counts, known.batchErrors, lineResults(lines, byIndex), writing);
   };
   let entries: UpsertEntry[] = [];
   try {
@@ -151,7 +158,7 @@ async function commitInOneStatement(job: BatchJob, part: PreparedBatch, lines: L
   const { counts, batchErrors } = outcomeOf(part, lines, entries);
   if (!recorded) {
     await turn.aheadCommitted;
-    await record(db, job, last, counts, batchErrors);
+    await record(db, job, last, counts, batchErrors, lineResults(lines, entries));
   }
   committed(job, last, counts);
   return counts.unchanged;

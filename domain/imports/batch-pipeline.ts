@@ -165,6 +165,8 @@ export interface LinesToUpsert {
   readonly lineErrors: readonly LineError[];
   /** Lines proved stored by their fingerprint, and not written again. */
   readonly unchanged: number;
+  /** Those lines, with the identity key of the item each carries. */
+  readonly knownLines: ReadonlyArray<{ readonly lineNumber: number; readonly key: string }>;
 }
 
 /**
@@ -198,7 +200,8 @@ export function linesToUpsert(batch: PreparedBatch, known: ReadonlyMap<number, s
     valueLines.push(batch.lines[i]!);
   });
   items.entries.length = valueLines.length;
-  return { valueLines, items, lineErrors, unchanged };
+  const knownLines = [...known].filter(([i]) => read[i] === undefined).map(([i, key]) => ({ lineNumber: batch.lines[i]!.lineNumber, key }));
+  return { valueLines, items, lineErrors, unchanged, knownLines };
 }
 
 /** A batch's counters and line errors, given the entries of its lines that went through the upsert path (by position). */

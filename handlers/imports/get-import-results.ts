@@ -1,0 +1,11 @@
+// GET /imports/{jobId}/results: every line's outcome of an ended job, streamed as JSONL.
+import { Readable } from 'node:stream';
+import { resultsFile } from '../../domain/imports/results.ts';
+import type { Handler } from '../../platform/http/types.ts';
+
+export const getImportResults: Handler = async ({ auth, params, em }) => ({
+  status: 200,
+  contentType: 'application/x-ndjson; charset=utf-8',
+  headers: { 'content-disposition': 'attachment; filename="import-results.jsonl"' },
+  stream: Readable.from(await resultsFile(em, auth.catalogId, params.jobId!)),
+});
