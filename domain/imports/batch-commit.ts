@@ -3,6 +3,7 @@ import type { Db } from '../../platform/db/sql.ts';
 import type { Logger } from '../../platform/log/logger.ts';
 import { RecordRefused, WriteFailed, writeImportBatch, writesInOneStatement } from '../items/import-write.ts';
 import { itemsByFingerprint } from '../items/store.ts';
+import type { FingerprintedItem } from '../items/store.ts';
 import type { UpsertEntry } from '../items/upsert.ts';
 import { BATCH_LINES, linesToUpsert, outcomeOf, partOf, positionsIn } from './batch-pipeline.ts';
 import type { BatchTurn, LinesToUpsert, PreparedBatch } from './batch-pipeline.ts';
@@ -39,7 +40,7 @@ function committed(job: BatchJob, last: FileLine, counts: BatchCounts): void {
 }
 
 const placeOf = (job: BatchJob, last: FileLine): BatchPlace =>
-  ({ jobId: job.jobId, catalogId: job.catalogId, fromLine: job.cursor.line, lastLine: last.lineNumber, endOffset: last.endOffset });
+  ({ jobId: job.jobId, fromLine: job.cursor.line, lastLine: last.lineNumber, endOffset: last.endOffset });
 
 /**
  * Commits lines read, at most BATCH_LINES to a transaction: the lines' upserts, their line
@@ -51,10 +52,10 @@ const placeOf = (job: BatchJob, last: FileLine): BatchPlace =>
  * committed; they hold until a transaction writes items, and the parts after it are looked up
  * again. Returns how many lines proved unchanged, by their fingerprint or by the upsert.
  */
-export async function commitBatch(job: BatchJob, batch: PreparedBatch, knownLines: Promise<ReadonlyMap<number, string>>, turn: BatchTurn): Promise<number> {
+export async function commitBatch(job: BatchJob, batch: PreparedBatch, knownLines: Promise<ReadonlyMap<number, FingerprintedItem>>, turn: BatchTurn): Promise<number> {
   // Looked up outside any transaction (read committed, it would see no more inside one), once
   // no earlier batch could still change an item.
-  let known: ReadonlyMap<number, string> | undefined = await knownLines;
+  let known: ReadonlyMap<number, FingerprintedItem> | undefined = await knownLines;
   let unchanged = 0;
   // The lines proved stored and not recorded yet: how many, and the last of them.
   let knownRun = { results: [] as LineResult[], last: undefined as FileLine | undefined };
@@ -95,7 +96,7 @@ async function record(db: Db, job: BatchJob, last: FileLine, counts: BatchCounts
  * and the lines go through again in a transaction, each item's write isolated. Returns how many
  * lines proved unchanged.
  */
-async function commitLines(job: BatchJob, part: PreparedBatch, known: ReadonlyMap<number, string>, turn: BatchTurn): Promise<number> {
+async function commitLines(job: BatchJob, part: PreparedBatch, known: ReadonlyMap<number, FingerprintedItem>, turn: BatchTurn): Promise<number> {
   try {
     return await commitLinesOnce(job, part, known, turn, false);
   } catch (error) {
@@ -105,7 +106,7 @@ async function commitLines(job: BatchJob, part: PreparedBatch, known: ReadonlyMa
   }
 }
 
-async function commitLinesOnce(job: BatchJob, part: PreparedBatch, known: ReadonlyMap<number, string>, turn: BatchTurn, isolateFailures: boolean): Promise<number> {
+async function commitLinesOnce(job: BatchJob, part: PreparedBatch, known: ReadonlyMap<number, FingerprintedItem>, turn: BatchTurn, isolateFailures: boolean): Promise<number> {
   const lines = linesToUpsert(part, known);
   if (!isolateFailures && !job.dryRun && writesInOneStatement(lines.items)) return commitInOneStatement(job, part, lines, turn);
   const last = part.lines.at(-1)!;

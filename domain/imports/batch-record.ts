@@ -10,7 +10,6 @@ import type { LineError } from './lines.ts';
 /** Where a batch leaves the job: its last line, and the cursor it found (another processor may have moved it). */
 export interface BatchPlace {
   readonly jobId: string;
-  readonly catalogId: string;
   /** The resume line this run last recorded: the batch applies only while the job's is still this one. */
   readonly fromLine: number;
   readonly lastLine: number;
@@ -24,43 +23,34 @@ const errorsJson = (errors: readonly LineError[]) =>
     m: storableText(e.errorMessage), r: storableText(e.rawLine),
   })));
 
-// The same door for the results: identities and messages come from the file.
+// The same door for the lines filled in by the database: identities come from the file.
 const resultsJson = (results: readonly LineResult[]) =>
-  JSON.stringify(results.map((r) => ({
-    ...r, e: r.e === null ? null : storableText(r.e), ...(r.s === undefined ? {} : { s: storableText(r.s) }),
-    ...(r.m === undefined ? {} : { m: storableText(r.m) }),
-  })));
+  JSON.stringify(results.map((r) => ('r' in r ? r : { ...r, s: storableText(r.s), e: storableText(r.e) })));
 
 /**
  * The CTE `results`: the batch's line results (the CTE `result_input`: `j` the JSON of
- * LineResult, `c` the catalog) as one import_results row, in line order, once `gate` (a CTE
- * naming the job) applies. What the batch knows is filled in from the items: a line proved
- * stored by its fingerprint takes the stored item's id and hash, an update its changedFields (the
- * write recorded them on the row). In a write's statement (`written`), a line the write decides
- * (`pending`) takes its outcome from the rows written: one sent but not written was stored
- * meanwhile with the same content, unchanged.
+ * LineResult) as one import_results row, in line order, once `gate` (a CTE naming the job)
+ * applies. A line rendered already goes in as it is; an update takes the changedFields the write
+ * recorded on its item; in a write's statement (`written`), a line the write decides (`pending`)
+ * takes its outcome from the rows written: one sent but not written was stored meanwhile with
+ * the same content, unchanged. Rendered as JSON.stringify would (to_json escapes these strings
+ * alike).
  */
 function resultsCte(written: boolean): string {
-  const pending = (then: string, otherwise: string) => (written ? `CASE WHEN x.st = 'pending' THEN ${then} ELSE ${otherwise} END` : otherwise);
-  const status = pending(`CASE WHEN w.id IS NULL THEN 'unchanged' WHEN w.inserted THEN 'created' ELSE 'updated' END`, 'x.st');
-  const changed = pending(`CASE WHEN NOT w.inserted THEN to_jsonb(w.changed_fields) END`,
-    `coalesce(x.c, CASE WHEN x.st = 'updated' THEN to_jsonb(i.changed_fields) END)`);
-  const id = written ? `coalesce(x.id, i.id, w.id, CASE WHEN x.st = 'pending' THEN (SELECT s.id FROM items s
-      WHERE s.catalog_id = (SELECT c FROM result_input) AND s.external_system = x.s AND s.external_id = x.e) END)` : 'coalesce(x.id, i.id)';
-  // json_strip_nulls would also strip a stored or incoming null out of `changes`: it is added after.
-  const line = `concat(left(json_strip_nulls(json_build_object('lineNumber', r.l, 'status', r.st, 'externalSystem', r.s,
-      'externalId', r.e, 'serviceId', r.id, 'contentHash', r.h, 'changedFields', r.c, 'errorType', r.t, 'errorMessage', r.m))::text, -1),
-      CASE WHEN r.ch IS NOT NULL THEN concat(',"changes":', r.ch::text) END, '}')`;
+  const status = written ? `CASE WHEN x.st = 'updated' THEN 'updated' WHEN w.id IS NULL THEN 'unchanged' WHEN w.inserted THEN 'created' ELSE 'updated' END` : 'x.st';
+  const id = written ? `coalesce(x.id, w.id, (SELECT s.id FROM items s WHERE s.catalog_id = g.catalog_id AND s.external_system = x.s AND s.external_id = x.e))` : 'x.id';
+  const changed = written ? 'coalesce(w.changed_fields, i.changed_fields)' : 'i.changed_fields';
   return `results AS (
       INSERT INTO import_results (job_id, first_line, lines)
-      SELECT g.id, min(r.l), string_agg(${line}, E'\\n' ORDER BY r.l)
-      FROM gate g, (
-        SELECT x.l, ${status} AS st, x.s, x.e, ${id} AS id, coalesce(x.h, i.content_hash) AS h, ${changed} AS c, x.ch, x.t, x.m
-        FROM jsonb_to_recordset((SELECT j FROM result_input))
-          AS x(l int, st text, s text, e text, id uuid, h text, f boolean, c jsonb, ch jsonb, t text, m text)
-        LEFT JOIN LATERAL (SELECT i.id, i.content_hash, i.changed_fields FROM items i
-          WHERE x.f AND i.catalog_id = (SELECT c FROM result_input) AND i.external_system = x.s AND i.external_id = x.e) i ON true
+      SELECT g.id, min(r.l), string_agg(r.line, E'\n' ORDER BY r.l)
+      FROM gate g, LATERAL (
+        SELECT x.l, coalesce(x.r, concat('{"lineNumber":', x.l, ',"status":"', f.st, '","externalSystem":', to_json(x.s),
+          ',"externalId":', to_json(x.e), CASE WHEN f.id IS NOT NULL THEN concat(',"serviceId":"', f.id, '"') END, ',"contentHash":"', x.h, '"',
+          CASE WHEN f.st = 'updated' AND f.changed IS NOT NULL THEN concat(',"changedFields":', to_json(f.changed)) END, '}')) AS line
+        FROM jsonb_to_recordset((SELECT j FROM result_input)) AS x(l int, r text, st text, s text, e text, h text, id uuid)
+        LEFT JOIN items i ON x.st = 'updated' AND i.id = x.id
         ${written ? `LEFT JOIN written w ON x.st = 'pending' AND w.external_system = x.s AND w.external_id = x.e` : ''}
+        CROSS JOIN LATERAL (SELECT ${status} AS st, ${id} AS id, ${changed} AS changed) f
       ) r
       GROUP BY g.id
       ON CONFLICT (job_id, first_line) DO NOTHING
@@ -77,8 +67,8 @@ const RECORD_BATCH = prepared(`WITH errors AS (
       error_count = error_count + $7, dry_run_created = dry_run_created + $8, dry_run_updated = dry_run_updated + $9,
       resume_line = $10, resume_offset = $11, updated_at = now()
     WHERE id = $1 AND status = 'processing' AND resume_line = $12
-    RETURNING id, set_config('synchronous_commit', 'off', true)
-  ), result_input AS (SELECT $13::jsonb AS j, $14::uuid AS c),
+    RETURNING id, catalog_id, set_config('synchronous_commit', 'off', true)
+  ), result_input AS (SELECT $13::jsonb AS j),
   ${resultsCte(false)}
   SELECT id FROM gate`);
 
@@ -93,7 +83,7 @@ export async function recordBatch(db: Db, place: BatchPlace, counts: BatchCounts
   const rows = await query(db, RECORD_BATCH, [
     place.jobId, errorsJson(errors), counts.processed, counts.succeeded, counts.failed, counts.unchanged, counts.failed,
     dryRun ? counts.created : 0, dryRun ? counts.updated : 0, place.lastLine, place.endOffset, place.fromLine,
-    resultsJson(results), place.catalogId,
+    resultsJson(results),
   ]);
   return rows.length > 0;
 }
@@ -111,13 +101,13 @@ const WRITTEN_RESULTS = sql.raw(resultsCte(true));
 export function batchRecordRider(place: BatchPlace, counts: BatchCounts, errors: readonly LineError[], results: readonly LineResult[], writing: number): WriteRider {
   const failed = sql`${counts.failed}::int`;
   return {
-    gate: sql`SELECT id FROM import_jobs WHERE id = ${place.jobId}::uuid AND status = 'processing' AND resume_line = ${place.fromLine}::bigint
+    gate: sql`SELECT id, catalog_id FROM import_jobs WHERE id = ${place.jobId}::uuid AND status = 'processing' AND resume_line = ${place.fromLine}::bigint
       FOR NO KEY UPDATE`,
     ctes: sql`line_errors AS (
       INSERT INTO import_errors (job_id, line_number, external_id, error_type, error_message, raw_line)
       SELECT gate.id, e.l, e.x, e.t, e.m, e.r FROM gate, jsonb_to_recordset(${errorsJson(errors)}::jsonb) AS e(l int, x text, t text, m text, r text)
       ON CONFLICT (job_id, line_number) DO NOTHING
-    ), result_input AS (SELECT ${resultsJson(results)}::jsonb AS j, ${place.catalogId}::uuid AS c),
+    ), result_input AS (SELECT ${resultsJson(results)}::jsonb AS j),
     ${WRITTEN_RESULTS}, recorded AS (
       UPDATE import_jobs j SET processed = processed + ${counts.processed}::int, succeeded = succeeded + w.n, failed = failed + ${failed},
         unchanged = unchanged + ${counts.unchanged}::int + (${writing}::int - w.n), error_count = error_count + ${failed},

@@ -5,6 +5,7 @@ import { canonicalJson } from '../items/content-hash.ts';
 import { identityKey, identityOf } from '../items/keys.ts';
 import type { NormalizedItem } from '../items/normalized-item.ts';
 import { lookup } from '../items/store.ts';
+import type { FingerprintedItem } from '../items/store.ts';
 import type { UpsertEntry } from '../items/upsert.ts';
 import { itemView } from '../items/view.ts';
 import type { ItemView } from '../items/view.ts';
@@ -12,8 +13,8 @@ import type { LinesToUpsert } from './batch-pipeline.ts';
 import type { FileLine } from './line-reader.ts';
 import { errorMessageOf, errorTypeOf } from './lines.ts';
 
-/** `pending`: an item the write's own statement decides (batch-record.ts fills it in from the rows written). */
-export type LineStatus = 'created' | 'updated' | 'unchanged' | 'failed' | 'pending';
+/** A line's outcome in the results file (the contract's ImportLineResult). */
+type Outcome = 'created' | 'updated' | 'unchanged' | 'failed';
 
 /** A field a dry run would change: its stored and incoming values. */
 export interface FieldChange {
@@ -21,57 +22,67 @@ export interface FieldChange {
   readonly incoming: unknown;
 }
 
-/** A line's result as the batch's record takes it (short keys: it is sent as JSON with every batch). */
-export interface LineResult {
-  l: number;
-  st: LineStatus;
-  s?: string;
-  e: string | null;
-  id?: string;
-  h?: string;
-  /** Fill in the serviceId, contentHash or changedFields from the stored item. */
-  f?: boolean;
-  c?: string[];
-  ch?: Record<string, FieldChange>;
-  t?: ImportErrorType;
-  m?: string;
+/**
+ * A line's result as the batch's record takes it: rendered here (`r`, a line of the results
+ * file), or what the database fills in (batch-record.ts): an update's changed fields, which the
+ * write recorded on the item, and the outcome of an item the write's own statement decides
+ * (`pending`).
+ */
+export type LineResult =
+  | { l: number; r: string }
+  | { l: number; st: 'pending' | 'updated'; s: string; e: string; h: string; id?: string };
+
+/** A line of the results file, its fields in the contract's order; absent ones left out. */
+function rendered(lineNumber: number, status: Outcome, fields: {
+  externalSystem?: string; externalId?: string | null; serviceId?: string; contentHash?: string;
+  changedFields?: string[]; changes?: Record<string, FieldChange>; errorType?: ImportErrorType; errorMessage?: string;
+}): LineResult {
+  const { externalSystem, externalId, serviceId, contentHash, changedFields, changes, errorType, errorMessage } = fields;
+  return { l: lineNumber, r: JSON.stringify({
+    lineNumber, status, externalSystem, externalId: externalId ?? undefined, serviceId, contentHash, changedFields, changes, errorType, errorMessage,
+  }) };
 }
 
 /** Each line of a batch's result, given the entries of its lines that went through the upsert path (by position; an absent one is pending). */
 export function lineResults(lines: LinesToUpsert, entries: ReadonlyArray<UpsertEntry | undefined>, changes?: ReadonlyMap<number, Record<string, FieldChange>>): LineResult[] {
   const results: LineResult[] = lines.lineErrors.map((error) =>
-    ({ l: error.lineNumber, st: 'failed', e: error.externalId, t: error.errorType, m: error.errorMessage }));
-  for (const known of lines.knownLines) {
-    const { externalSystem, externalId } = identityOf(known.key);
-    results.push({ l: known.lineNumber, st: 'unchanged', s: externalSystem, e: externalId, f: true });
-  }
+    rendered(error.lineNumber, 'failed', { externalId: error.externalId, errorType: error.errorType, errorMessage: error.errorMessage }));
+  for (const known of lines.knownLines) results.push(knownResult(known.lineNumber, known.item));
   const items = new Map(lines.items.valid.map((input) => [input.index, input.item]));
   lines.valueLines.forEach((line, index) => {
     const entry = entries[index];
     const item = items.get(index);
+    const identity = item ? { s: item.externalSystem, e: item.externalId, h: item.contentHash } : undefined;
     if (entry?.status === 'error') {
-      results.push({ l: line.lineNumber, st: 'failed', ...(item ? { s: item.externalSystem } : {}), e: entry.externalId, t: errorTypeOf(entry.error), m: errorMessageOf(entry.error) });
-    } else if (item === undefined) {
+      results.push(rendered(line.lineNumber, 'failed', {
+        ...(item ? { externalSystem: item.externalSystem } : {}), externalId: entry.externalId, errorType: errorTypeOf(entry.error), errorMessage: errorMessageOf(entry.error),
+      }));
+    } else if (identity === undefined) {
       return;
     } else if (entry === undefined) {
-      results.push({ l: line.lineNumber, st: 'pending', s: item.externalSystem, e: item.externalId, h: item.contentHash });
+      results.push({ l: line.lineNumber, st: 'pending', ...identity });
+    } else if (entry.status === 'updated' && !changes) {
+      results.push({ l: line.lineNumber, st: 'updated', ...identity, id: entry.serviceId });
     } else {
       const changed = changes?.get(index);
-      results.push({
-        l: line.lineNumber, st: entry.status, s: item.externalSystem, e: item.externalId, id: entry.serviceId, h: item.contentHash,
-        ...(changed ? { c: Object.keys(changed), ch: changed } : entry.status === 'updated' ? { f: true } : {}),
-      });
+      results.push(rendered(line.lineNumber, entry.status, {
+        externalSystem: identity.s, externalId: identity.e, serviceId: entry.serviceId, contentHash: identity.h,
+        ...(changed ? { changedFields: Object.keys(changed), changes: changed } : {}),
+      }));
     }
   });
   return results;
 }
 
-/** The results of lines proved stored by their fingerprint (`known`: by position, the identity key). */
-export function knownResults(lines: readonly FileLine[], known: ReadonlyMap<number, string>): LineResult[] {
-  return [...known].map(([i, key]) => {
-    const { externalSystem, externalId } = identityOf(key);
-    return { l: lines[i]!.lineNumber, st: 'unchanged', s: externalSystem, e: externalId, f: true };
-  });
+/** The result of a line proved stored by its fingerprint. */
+function knownResult(lineNumber: number, item: FingerprintedItem): LineResult {
+  const { externalSystem, externalId } = identityOf(item.key);
+  return rendered(lineNumber, 'unchanged', { externalSystem, externalId, serviceId: item.id, contentHash: item.contentHash });
+}
+
+/** The results of lines proved stored by their fingerprint (`known`: by position). */
+export function knownResults(lines: readonly FileLine[], known: ReadonlyMap<number, FingerprintedItem>): LineResult[] {
+  return [...known].map(([i, item]) => knownResult(lines[i]!.lineNumber, item));
 }
 
 /** The fields of the contract's Item an import line sets, as compared: names of categories and brands, media by URL, role and order. */

@@ -4,6 +4,7 @@ import type { Orm } from '../../platform/db/orm.ts';
 import type { Logger } from '../../platform/log/logger.ts';
 import type { ObjectStorage } from '../../platform/storage/storage.ts';
 import { itemsByFingerprint } from '../items/store.ts';
+import type { FingerprintedItem } from '../items/store.ts';
 import { JobStopped, commitBatch } from './batch-commit.ts';
 import type { BatchJob } from './batch-commit.ts';
 import { BATCH_LINES, KNOWN_RUN_LINES, batchTurn, keysOf, prepareBatch, sharesKeys } from './batch-pipeline.ts';
@@ -77,7 +78,7 @@ async function begin(deps: ProcessDeps, job: JobRow): Promise<JobRow | undefined
   return loadJob(db, job.id);
 }
 
-const NONE_KNOWN: ReadonlyMap<number, string> = new Map();
+const NONE_KNOWN: ReadonlyMap<number, FingerprintedItem> = new Map();
 
 /**
  * Resumes the job from its cursor, in two stages: while one batch is in the database, the next
