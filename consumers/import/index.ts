@@ -20,6 +20,8 @@ import type { ObjectStorage } from '../../platform/storage/storage.ts';
 export const SWEEP_MS = 3000;
 // A queued job's message normally arrives within a second; past this the sweeper takes it itself.
 export const QUEUED_GRACE_SECONDS = 30;
+// A job's source address: until each answer's headers, and between two chunks of its body.
+const SOURCE_TIMEOUT_MS = 30_000;
 
 export interface ImportConsumer {
   stop(): Promise<void>;
@@ -95,6 +97,7 @@ export async function startImportConsumer(options: ImportConsumerOptions): Promi
     // A job outlives the message or sweep that started it, and later callers share it.
     const run = detached(() => processImport({
       orm: options.orm, storage, databaseUrl: options.config.databaseUrl, logger: log, mediaRefreshAgeHours: options.config.media.refreshAgeHours,
+      source: { allowPrivate: options.config.outboundAllowPrivate, timeoutMs: SOURCE_TIMEOUT_MS },
       ...(heartbeat ? { heartbeat } : {}), stopping: () => stopping,
       ...(options.metrics ? { onCommitted: countLines(options.metrics) } : {}),
     }, jobId))

@@ -46,6 +46,11 @@ export interface JobRow {
   finished_at: string | null;
   /** Exact created_at (microseconds), for list cursors. */
   created_at_text: string;
+  source_url: string | null;
+  source_if_changed: boolean;
+  source_etag: string | null;
+  source_last_modified: string | null;
+  source_unchanged: boolean;
 }
 
 const JOB_SELECT = sql.raw(`
@@ -53,7 +58,7 @@ SELECT j.id, j.catalog_id, j.status, j.dry_run, j.file_size_bytes, j.storage_pat
   j.total, j.processed, j.succeeded, j.failed, j.unchanged, j.error_count, j.dry_run_created, j.dry_run_updated,
   j.resume_line, j.resume_offset, j.failure_reason, j.retry_of, ${isoTime('j.upload_expires_at')} AS upload_expires_at,
   ${isoTime('j.created_at')} AS created_at, ${isoTime('j.started_at')} AS started_at, ${isoTime('j.finished_at')} AS finished_at,
-  j.created_at::text AS created_at_text
+  j.created_at::text AS created_at_text, j.source_url, j.source_if_changed, j.source_etag, j.source_last_modified, j.source_unchanged
 FROM import_jobs j`);
 
 const forUpdate = (lock: boolean) => sql.raw(lock ? ' FOR UPDATE' : '');
@@ -149,7 +154,8 @@ export const countsOf = (row: JobRow) =>
  * event in the same transaction.
  */
 export async function finishJob(tx: Db, job: JobRow, status: ImportStatus, reason: string | null): Promise<void> {
-  await query(tx, 'UPDATE import_jobs SET status = $1, failure_reason = $2, finished_at = now(), updated_at = now() WHERE id = $3',
+  // A source's headers (credentials) are not kept past the job.
+  await query(tx, 'UPDATE import_jobs SET status = $1, failure_reason = $2, finished_at = now(), updated_at = now(), source_headers = NULL WHERE id = $3',
     [status, reason, job.id]);
   const failed = status === 'failed' || status === 'cancelled';
   const base = { jobId: job.id, status };

@@ -13,6 +13,9 @@ import { finishJob, loadJob, markProcessing, tryLockJob } from './job-store.ts';
 import type { BatchCounts, JobRow } from './job-store.ts';
 import { MAX_FILE_BYTES } from './jobs.ts';
 import { readLines, scanFile } from './line-reader.ts';
+import { fetchSource } from './source.ts';
+import type { SourceOptions } from './source.ts';
+import { finishUnchanged, recordFetched } from './source-store.ts';
 import type { FileLine } from './line-reader.ts';
 
 export interface ProcessDeps {
@@ -29,6 +32,8 @@ export interface ProcessDeps {
   readonly heartbeat?: () => Promise<void>;
   /** True once the process is shutting down: stop after the current batch (the cursor is committed). */
   readonly stopping?: () => boolean;
+  /** How jobs with a source address fetch their file. */
+  readonly source: SourceOptions;
 }
 
 export type ProcessOutcome = 'finished' | 'stopped' | 'busy' | 'skipped';
@@ -64,8 +69,24 @@ async function fail(deps: ProcessDeps, jobId: string, reason: string): Promise<u
   return undefined;
 }
 
+/** A job with a source address: its file fetched into storage, or the job ended (failed, or unchanged). */
+async function pull(deps: ProcessDeps, job: JobRow): Promise<JobRow | undefined> {
+  const db = deps.orm.em.fork();
+  const outcome = await fetchSource(db, deps.storage, job, deps.source);
+  if (outcome.kind === 'failed') return fail(deps, job.id, outcome.reason);
+  if (outcome.kind === 'unchanged') {
+    await finishUnchanged(db, job.id, outcome.validators);
+    deps.logger.info({ jobId: job.id }, 'import source unchanged');
+    return undefined;
+  }
+  await recordFetched(db, job.id, outcome.sizeBytes, outcome.validators);
+  return loadJob(db, job.id);
+}
+
 /** queued → processing after the cheap counting pass that gives `total` (docs/imports.md, "Jobs and their rules"). */
-async function begin(deps: ProcessDeps, job: JobRow): Promise<JobRow | undefined> {
+async function begin(deps: ProcessDeps, queued: JobRow): Promise<JobRow | undefined> {
+  const job = queued.source_url !== null && queued.uploaded_at === null ? await pull(deps, queued) : queued;
+  if (!job) return undefined;
   const stored = await deps.storage.stat(job.storage_path);
   if (!stored) return fail(deps, job.id, 'the uploaded file is missing from storage');
   if (stored.sizeBytes > MAX_FILE_BYTES) return fail(deps, job.id, 'the file is over 100 MB');

@@ -24,6 +24,12 @@ function pace(row: JobRow, now: number): { linesPerSecond: number | null; etaSec
 export const resultsPath = (jobId: string) => `${API_PREFIX}/imports/${jobId}/results`;
 export const failedLinesPath = (jobId: string) => `${API_PREFIX}/imports/${jobId}/failed-lines`;
 
+/** An address as a job shows it: no query (a presigned address's signature is a credential). */
+export const shownUrl = (url: string) => {
+  const parsed = new URL(url);
+  return `${parsed.origin}${parsed.pathname}`;
+};
+
 export function jobView(row: JobRow): ImportJob {
   const ended = TERMINAL.has(row.status);
   const done = row.status === 'completed' || row.status === 'completed_with_errors';
@@ -49,5 +55,9 @@ export function jobView(row: JobRow): ImportJob {
     ...pace(row, Date.now()),
     resultsUrl: ended ? resultsPath(row.id) : null,
     failedLinesUrl: ended && row.error_count > 0 ? failedLinesPath(row.id) : null,
+    source: row.source_url === null ? null : {
+      url: shownUrl(row.source_url), ifChanged: row.source_if_changed, unchanged: row.source_unchanged,
+      etag: row.source_etag, lastModified: row.source_last_modified,
+    },
   };
 }
