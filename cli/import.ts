@@ -1,4 +1,4 @@
-// `catalog import FILE.jsonl | --retry JOB_ID | --job JOB_ID [--wait] [--errors F] [--results F] [--failed-lines F]`: the whole bulk-import dance through the generated client.
+// `catalog import FILE.jsonl | --from URL | --retry JOB_ID | --job JOB_ID [--wait] [--errors F] [--results F] [--failed-lines F]`: the whole bulk-import dance through the generated client.
 import { randomUUID } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { access } from 'node:fs/promises';
@@ -112,7 +112,29 @@ async function waitForAll(opts: RequestOpts, started: StartedPart[]): Promise<vo
 const WHOLE_FILE: FilePart = { start: 0, end: 0, firstLine: 1 };
 
 /** The jobs to follow: the file's parts, started; a retry of a finished job; or jobs already running. */
-async function startJobs(opts: RequestOpts, values: { retry?: string | undefined; job?: string[] | undefined }, file: string | undefined, shown: string, env: Env): Promise<StartedPart[]> {
+/** `Name: value` → [name, value]. */
+function header(given: string): [string, string] {
+  const colon = given.indexOf(':');
+  if (colon <= 0) throw new UsageError(`--header takes "Name: value", not ${JSON.stringify(given.slice(0, 40))}`);
+  return [given.slice(0, colon).trim(), given.slice(colon + 1).trim()];
+}
+
+interface Sources {
+  retry?: string | undefined;
+  job?: string[] | undefined;
+  from?: string | undefined;
+  header?: string[] | undefined;
+  'if-changed'?: boolean | undefined;
+}
+
+async function startJobs(opts: RequestOpts, values: Sources, file: string | undefined, shown: string, env: Env): Promise<StartedPart[]> {
+  if (values.from !== undefined) {
+    const source = { url: values.from, headers: Object.fromEntries((values.header ?? []).map(header)), ifChanged: values['if-changed'] ?? false };
+    const answer = await call('import from address', () => api.createImport({ source }, { idempotencyKey: randomUUID() }, opts), opts.baseUrl!);
+    const job = dataOf<ImportJob>('import from address', answer, 202);
+    out(`${job.id}\tqueued\tfrom ${job.source?.url ?? values.from}`);
+    return [{ part: WHOLE_FILE, jobId: job.id }];
+  }
   if (values.retry !== undefined) {
     const what = `retry of ${values.retry}`;
     const created = dataOf<ImportRetryCreated>(what, await call(what, () => api.retryImport(values.retry!, opts), opts.baseUrl!), 201);
@@ -134,10 +156,14 @@ export async function runImportCommand(args: string[], env: Env = process.env): 
     args, allowPositionals: true, strict: true, options: {
       wait: { type: 'boolean', default: false }, errors: { type: 'string' }, results: { type: 'string' }, 'failed-lines': { type: 'string' },
       retry: { type: 'string' }, job: { type: 'string', multiple: true },
+      from: { type: 'string' }, header: { type: 'string', multiple: true }, 'if-changed': { type: 'boolean' },
     },
   });
-  const sources = positionals.length + (values.retry === undefined ? 0 : 1) + (values.job === undefined ? 0 : 1);
-  if (sources !== 1 || positionals.length > 1) throw new UsageError('import takes exactly one of FILE.jsonl, --retry JOB_ID or --job JOB_ID');
+  const sources = positionals.length + [values.retry, values.job, values.from].filter((v) => v !== undefined).length;
+  if (sources !== 1 || positionals.length > 1) throw new UsageError('import takes exactly one of FILE.jsonl, --from URL, --retry JOB_ID or --job JOB_ID');
+  if (values.from === undefined && (values.header !== undefined || values['if-changed'] !== undefined)) {
+    throw new UsageError('--header and --if-changed go with --from URL');
+  }
   // `npm run catalog -- import …` runs in the project folder; paths are meant from where it was typed.
   const base = env.INIT_CWD ?? process.cwd();
   const path = (given: string | undefined) => (given === undefined ? undefined : resolve(base, given));
@@ -152,7 +178,8 @@ export async function runImportCommand(args: string[], env: Env = process.env): 
     const sum = { total: 0, succeeded: 0, unchanged: 0, failed: 0 };
     for (const { jobId, job } of started) {
       const c = job!.counts;
-      out(`${jobId}\t${job!.status}\ttotal ${c.total}\tsucceeded ${c.succeeded}\tunchanged ${c.unchanged}\tfailed ${c.failed}${job!.failureReason ? `\t${job!.failureReason}` : ''}`);
+      const note = job!.failureReason ?? (job!.source?.unchanged ? 'the source is unchanged since the last import from it: not read' : null);
+      out(`${jobId}\t${job!.status}\ttotal ${c.total}\tsucceeded ${c.succeeded}\tunchanged ${c.unchanged}\tfailed ${c.failed}${note ? `\t${note}` : ''}`);
       for (const k of ['total', 'succeeded', 'unchanged', 'failed'] as const) sum[k] += c[k];
     }
     if (errorsPath !== undefined) err(`wrote ${await writeErrors(opts, started, errorsPath)} line errors to ${errorsPath}`);

@@ -23,6 +23,9 @@ const COMMANDS: Record<string, string> = {
                                           bulk-import a JSONL file through the API (CATALOG_API_URL,
                                           CATALOG_API_KEY); files over 100 MB become several jobs;
                                           a file option waits and writes every job's file
+  import --from URL [--header 'Name: value']… [--if-changed] [--wait] [files]
+                                          the service fetches the file from an address (https);
+                                          --if-changed: an unchanged source completes at once
   import --retry JOB_ID [--wait] [files]  import a finished job's failed lines again, as they were
   import --job JOB_ID [files]             wait for jobs already made, then write their files
 `,

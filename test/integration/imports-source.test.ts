@@ -1,5 +1,10 @@
 // Imports from an address, against a real local origin: fetched with secret headers, unchanged feeds skipped, redirects, and every way a source fails.
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { after, before, test } from 'node:test';
 import * as api from '../../generated/client.ts';
 import type { ImportJob } from '../../generated/client.ts';
@@ -9,6 +14,7 @@ import { sqlClient } from '../helpers/database.ts';
 import { item, jsonl, startImportService, waitForJob } from '../helpers/imports.ts';
 import { startJsonlOrigin } from '../helpers/jsonl-origin.ts';
 import type { JsonlOrigin } from '../helpers/jsonl-origin.ts';
+import { cliCommand } from '../helpers/runtime.ts';
 import type { Tenant, TestService } from '../helpers/service.ts';
 
 const FILE = import.meta.filename;
@@ -118,4 +124,21 @@ test('a source that cannot be imported fails its job with a reason naming what w
   }
   const own = expectStatus(await api.createImport({ source: { url: `${origin.url}/feed.jsonl`, headers: { Host: 'x' } } }, {}, opts(tenant)), 400);
   assert.equal(own.error.details?.[0]?.path, 'source.headers.Host');
+});
+
+test('catalog import --from URL --header … --if-changed: the service fetches the feed; unchanged, the command says so', async () => {
+  const tenant = await service.newTenant();
+  origin.feed = jsonl([item('C-1'), item('C-2')]);
+  const dir = mkdtempSync(join(tmpdir(), 'catalog-source-cli-'));
+  const run = async (args: string[]) => promisify(execFile)(...cliCommand(['import', ...args]), {
+    env: { PATH: process.env.PATH, CATALOG_API_URL: service.url, CATALOG_API_KEY: tenant.key },
+  });
+  const args = ['--from', `${origin.url}/feed.jsonl`, '--header', 'Authorization: Bearer cli-secret', '--if-changed'];
+  const first = await run([...args, '--results', join(dir, 'results.jsonl')]);
+  assert.match(first.stdout, new RegExp(`^\\S+\\tqueued\\tfrom ${origin.url}/feed\\.jsonl$`, 'm'));
+  assert.equal(first.stdout.trim().split('\n').at(-1), 'total 2, succeeded 2, unchanged 0, failed 0');
+  assert.deepEqual(readFileSync(join(dir, 'results.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l).status), ['created', 'created']);
+  assert.equal(origin.requests.filter((r) => r.method === 'GET').at(-1)?.headers.authorization, 'Bearer cli-secret');
+  const second = await run([...args, '--wait']);
+  assert.match(second.stdout, /\tcompleted\ttotal 0\tsucceeded 0\tunchanged 0\tfailed 0\tthe source is unchanged since the last import from it: not read$/m);
 });
