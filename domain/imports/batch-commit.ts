@@ -10,7 +10,7 @@ import type { BatchTurn, LinesToUpsert, PreparedBatch } from './batch-pipeline.t
 import { batchRecordRider, recordBatch } from './batch-record.ts';
 import type { BatchPlace } from './batch-record.ts';
 import type { BatchCounts } from './job-store.ts';
-import { dryRunChanges, knownResults, lineResults } from './line-results.ts';
+import { dryRunChanges, lineResults } from './line-results.ts';
 import type { LineResult } from './line-results.ts';
 import type { FileLine } from './line-reader.ts';
 import type { LineError } from './lines.ts';
@@ -28,7 +28,7 @@ export interface BatchJob {
   readonly mediaRefreshAgeHours: number;
   readonly logger: Logger;
   /** The resume line this run last recorded; moves on as its batches commit. */
-  readonly cursor: { line: number };
+  readonly cursor: { line: number; offset: number };
   /** Called with each batch's counts once it committed. */
   readonly onCommitted?: (counts: BatchCounts) => void;
 }
@@ -36,6 +36,7 @@ export interface BatchJob {
 /** A batch ending with `last` committed with `counts`: the cursor moves on. */
 function committed(job: BatchJob, last: FileLine, counts: BatchCounts): void {
   job.cursor.line = last.lineNumber;
+  job.cursor.offset = last.endOffset;
   job.onCommitted?.(counts);
 }
 
@@ -58,29 +59,35 @@ export async function commitBatch(job: BatchJob, batch: PreparedBatch, knownLine
   let known: ReadonlyMap<number, FingerprintedItem> | undefined = await knownLines;
   let unchanged = 0;
   // The lines proved stored and not recorded yet: how many, and the last of them.
-  let knownRun = { results: [] as LineResult[], last: undefined as FileLine | undefined };
+  let knownRun = { ids: [] as string[], last: undefined as FileLine | undefined };
   for (let start = 0; start < batch.lines.length; start += BATCH_LINES) {
     const part = partOf(batch, start);
     const partKnown = known === undefined ? await itemsByFingerprint(job.db(), job.catalogId, part.fingerprints)
       : part === batch ? known : positionsIn(known, start, part.lines.length);
     if (partKnown.size === part.lines.length) {
       unchanged += part.lines.length;
-      knownRun = { results: [...knownRun.results, ...knownResults(part.lines, partKnown)], last: part.lines.at(-1) };
+      knownRun = { ids: [...knownRun.ids, ...[...partKnown.keys()].sort((a, b) => a - b).map((i) => partKnown.get(i)!.id)], last: part.lines.at(-1) };
       continue;
     }
-    if (knownRun.last) await recordKnown(job, knownRun.results, knownRun.last);
-    knownRun = { results: [], last: undefined };
+    if (knownRun.last) await recordKnown(job, knownRun.ids, knownRun.last);
+    knownRun = { ids: [], last: undefined };
     unchanged += await commitLines(job, part, partKnown, turn);
     known = undefined;
   }
-  if (knownRun.last) await recordKnown(job, knownRun.results, knownRun.last);
+  if (knownRun.last) await recordKnown(job, knownRun.ids, knownRun.last);
   return unchanged;
 }
 
-/** `known` lines all proved stored, ending with `last`: their counters, results and cursor, one statement. */
-async function recordKnown(job: BatchJob, known: readonly LineResult[], last: FileLine): Promise<void> {
-  const counts = { processed: known.length, succeeded: 0, failed: 0, unchanged: known.length, created: 0, updated: 0 };
-  await record(job.db(), job, last, counts, [], known);
+/**
+ * Lines all proved stored, ending with `last`, whose items have `ids` (in line order): their
+ * counters, cursor and results, one statement. Their results are kept as the run's place in the
+ * file and the ids, read back from the file when the results are read (a re-import writes no
+ * more than that).
+ */
+async function recordKnown(job: BatchJob, ids: readonly string[], last: FileLine): Promise<void> {
+  const counts = { processed: ids.length, succeeded: 0, failed: 0, unchanged: ids.length, created: 0, updated: 0 };
+  const run = { firstLine: job.cursor.line + 1, offset: job.cursor.offset, ids };
+  if (!(await recordBatch(job.db(), placeOf(job, last), counts, [], [], job.dryRun, run))) throw new JobStopped();
   committed(job, last, counts);
 }
 

@@ -34,7 +34,7 @@ const resultsJson = (results: readonly LineResult[]) =>
  * recorded on its item; in a write's statement (`written`), a line the write decides (`pending`)
  * takes its outcome from the rows written: one sent but not written was stored meanwhile with
  * the same content, unchanged. Rendered as JSON.stringify would (to_json escapes these strings
- * alike).
+ * alike). The item is probed by its key (LATERAL … LIMIT 1 is never a hash join over the catalog).
  */
 function resultsCte(written: boolean): string {
   const status = written ? `CASE WHEN x.st = 'updated' THEN 'updated' WHEN w.id IS NULL THEN 'unchanged' WHEN w.inserted THEN 'created' ELSE 'updated' END` : 'x.st';
@@ -48,7 +48,7 @@ function resultsCte(written: boolean): string {
           ',"externalId":', to_json(x.e), CASE WHEN f.id IS NOT NULL THEN concat(',"serviceId":"', f.id, '"') END, ',"contentHash":"', x.h, '"',
           CASE WHEN f.st = 'updated' AND f.changed IS NOT NULL THEN concat(',"changedFields":', to_json(f.changed)) END, '}')) AS line
         FROM jsonb_to_recordset((SELECT j FROM result_input)) AS x(l int, r text, st text, s text, e text, h text, id uuid)
-        LEFT JOIN items i ON x.st = 'updated' AND i.id = x.id
+        LEFT JOIN LATERAL (SELECT i.changed_fields FROM items i WHERE x.st = 'updated' AND i.id = x.id LIMIT 1) i ON true
         ${written ? `LEFT JOIN written w ON x.st = 'pending' AND w.external_system = x.s AND w.external_id = x.e` : ''}
         CROSS JOIN LATERAL (SELECT ${status} AS st, ${id} AS id, ${changed} AS changed) f
       ) r
@@ -69,8 +69,19 @@ const RECORD_BATCH = prepared(`WITH errors AS (
     WHERE id = $1 AND status = 'processing' AND resume_line = $12
     RETURNING id, catalog_id, set_config('synchronous_commit', 'off', true)
   ), result_input AS (SELECT $13::jsonb AS j),
-  ${resultsCte(false)}
+  ${resultsCte(false)}, known_run AS (
+    INSERT INTO import_results (job_id, first_line, from_offset, known_ids)
+    SELECT g.id, $14, $15, $16::uuid[] FROM gate g WHERE $16::uuid[] IS NOT NULL
+    ON CONFLICT (job_id, first_line) DO NOTHING
+  )
   SELECT id FROM gate`);
+
+/** A run of lines proved stored by their fingerprint, from `firstLine` at byte `offset`, whose items have `ids`. */
+export interface KnownRun {
+  readonly firstLine: number;
+  readonly offset: number;
+  readonly ids: readonly string[];
+}
 
 /**
  * A batch's line errors, results, counters and resume cursor, in the batch's transaction. False,
@@ -79,11 +90,13 @@ const RECORD_BATCH = prepared(`WITH errors AS (
  * commit does not wait for the WAL flush, so a database crash can lose only the last batches,
  * each whole with its cursor, and the job simply redoes exactly those lines.
  */
-export async function recordBatch(db: Db, place: BatchPlace, counts: BatchCounts, errors: readonly LineError[], results: readonly LineResult[], dryRun: boolean): Promise<boolean> {
+export async function recordBatch(
+  db: Db, place: BatchPlace, counts: BatchCounts, errors: readonly LineError[], results: readonly LineResult[], dryRun: boolean, known?: KnownRun,
+): Promise<boolean> {
   const rows = await query(db, RECORD_BATCH, [
     place.jobId, errorsJson(errors), counts.processed, counts.succeeded, counts.failed, counts.unchanged, counts.failed,
     dryRun ? counts.created : 0, dryRun ? counts.updated : 0, place.lastLine, place.endOffset, place.fromLine,
-    resultsJson(results),
+    resultsJson(results), known?.firstLine ?? null, known?.offset ?? null, known ? known.ids : null,
   ]);
   return rows.length > 0;
 }

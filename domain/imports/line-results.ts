@@ -5,12 +5,10 @@ import { canonicalJson } from '../items/content-hash.ts';
 import { identityKey, identityOf } from '../items/keys.ts';
 import type { NormalizedItem } from '../items/normalized-item.ts';
 import { lookup } from '../items/store.ts';
-import type { FingerprintedItem } from '../items/store.ts';
 import type { UpsertEntry } from '../items/upsert.ts';
 import { itemView } from '../items/view.ts';
 import type { ItemView } from '../items/view.ts';
 import type { LinesToUpsert } from './batch-pipeline.ts';
-import type { FileLine } from './line-reader.ts';
 import { errorMessageOf, errorTypeOf } from './lines.ts';
 
 /** A line's outcome in the results file (the contract's ImportLineResult). */
@@ -47,7 +45,10 @@ function rendered(lineNumber: number, status: Outcome, fields: {
 export function lineResults(lines: LinesToUpsert, entries: ReadonlyArray<UpsertEntry | undefined>, changes?: ReadonlyMap<number, Record<string, FieldChange>>): LineResult[] {
   const results: LineResult[] = lines.lineErrors.map((error) =>
     rendered(error.lineNumber, 'failed', { externalId: error.externalId, errorType: error.errorType, errorMessage: error.errorMessage }));
-  for (const known of lines.knownLines) results.push(knownResult(known.lineNumber, known.item));
+  for (const { lineNumber, item } of lines.knownLines) {
+    const { externalSystem, externalId } = identityOf(item.key);
+    results.push(rendered(lineNumber, 'unchanged', { externalSystem, externalId, serviceId: item.id, contentHash: item.contentHash }));
+  }
   const items = new Map(lines.items.valid.map((input) => [input.index, input.item]));
   lines.valueLines.forEach((line, index) => {
     const entry = entries[index];
@@ -74,15 +75,11 @@ export function lineResults(lines: LinesToUpsert, entries: ReadonlyArray<UpsertE
   return results;
 }
 
-/** The result of a line proved stored by its fingerprint. */
-function knownResult(lineNumber: number, item: FingerprintedItem): LineResult {
-  const { externalSystem, externalId } = identityOf(item.key);
-  return rendered(lineNumber, 'unchanged', { externalSystem, externalId, serviceId: item.id, contentHash: item.contentHash });
-}
-
-/** The results of lines proved stored by their fingerprint (`known`: by position). */
-export function knownResults(lines: readonly FileLine[], known: ReadonlyMap<number, FingerprintedItem>): LineResult[] {
-  return [...known].map(([i, item]) => knownResult(lines[i]!.lineNumber, item));
+/** The results file's line for a line proved stored by its fingerprint. */
+export function knownLineText(lineNumber: number, item: NormalizedItem, serviceId: string): string {
+  return (rendered(lineNumber, 'unchanged', {
+    externalSystem: item.externalSystem, externalId: item.externalId, serviceId, contentHash: item.contentHash,
+  }) as { r: string }).r;
 }
 
 /** The fields of the contract's Item an import line sets, as compared: names of categories and brands, media by URL, role and order. */

@@ -114,7 +114,7 @@ async function run(deps: ProcessDeps, row: JobRow): Promise<ProcessOutcome> {
   const stream = await deps.storage.read(row.storage_path, offset);
   const job: BatchJob = {
     db: () => deps.orm.em.fork(), jobId: row.id, catalogId: row.catalog_id, dryRun: row.dry_run,
-    mediaRefreshAgeHours: deps.mediaRefreshAgeHours, logger: deps.logger, cursor: { line: Number(row.resume_line) },
+    mediaRefreshAgeHours: deps.mediaRefreshAgeHours, logger: deps.logger, cursor: { line: Number(row.resume_line), offset: Number(row.resume_offset) },
     ...(deps.onCommitted ? { onCommitted: deps.onCommitted } : {}),
   };
   // Read lines ahead unless the last batch committed was mostly lines already stored (a re-import).

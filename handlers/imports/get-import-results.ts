@@ -3,9 +3,9 @@ import { Readable } from 'node:stream';
 import { resultsFile } from '../../domain/imports/results.ts';
 import type { Handler } from '../../platform/http/types.ts';
 
-export const getImportResults: Handler = async ({ auth, params, em }) => ({
+export const getImportResults: Handler = async ({ auth, params, em, services }) => ({
   status: 200,
   contentType: 'application/x-ndjson; charset=utf-8',
   headers: { 'content-disposition': 'attachment; filename="import-results.jsonl"' },
-  stream: Readable.from(await resultsFile(em, auth.catalogId, params.jobId!)),
+  stream: Readable.from(await resultsFile(em, services.storage, auth.catalogId, params.jobId!)),
 });

@@ -3,17 +3,21 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import * as api from '../../generated/client.ts';
 import { clientOptions, expectData, expectStatus } from '../helpers/client.ts';
+import { sqlClient } from '../helpers/database.ts';
 import { item, jsonl, runImport, startImportService } from '../helpers/imports.ts';
 import type { Tenant, TestService } from '../helpers/service.ts';
 
 const FILE = import.meta.filename;
 let service: TestService;
+let sql: Awaited<ReturnType<typeof sqlClient>>;
 const opts = (tenant: Tenant) => clientOptions(service.url, tenant.key);
 
 before(async () => {
   service = await startImportService(FILE);
+  sql = await sqlClient(service.databaseUrl);
 });
 after(async () => {
+  await sql?.end();
   await service?.close();
 });
 
@@ -111,4 +115,23 @@ test('the failed lines come back whole, byte for byte, and the files wait for th
   }
   const pending = expectData(await api.getImport(waiting.jobId, opts(tenant)), 200);
   assert.deepEqual([pending.resultsUrl, pending.failedLinesUrl, pending.linesPerSecond, pending.etaSeconds], [null, null, null, null]);
+});
+
+test('a re-import that finds its lines stored by their bytes keeps its results small, and reads them back whole', async () => {
+  const tenant = await service.newTenant();
+  const lines: Array<object | string> = Array.from({ length: 1200 }, (_, i) => item(`K-${i}`, { tags: [`t${i % 7}`] }));
+  lines.splice(600, 0, '', '   ');
+  const file = jsonl(lines, '\r\n');
+  const first = await runImport(opts(tenant), file);
+  assert.equal(first.counts.succeeded, 1200);
+  const again = await runImport(opts(tenant), file);
+  assert.equal(again.counts.unchanged, 1200);
+  // Most of the second job's lines were proved stored by their fingerprints: runs kept as ids.
+  const runs = (await sql.query('SELECT coalesce(sum(cardinality(known_ids)), 0)::int AS n FROM import_results WHERE job_id = $1', [again.id])).rows[0].n;
+  assert.ok(runs >= 500, `${runs} lines kept as runs`);
+  const before = await results(tenant, first.id);
+  const after_ = await results(tenant, again.id);
+  assert.equal(after_.length, 1200);
+  // The same lines, identities, ids and hashes as when they were created; blank lines not counted.
+  assert.deepEqual(after_, before.map((r) => ({ ...r, status: 'unchanged' })));
 });

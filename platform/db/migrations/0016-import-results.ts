@@ -10,7 +10,13 @@ export class ImportResults extends Migration {
       -- The batch's first line; a batch is recorded once, with its counters and cursor.
       first_line int NOT NULL,
       -- One JSON object a line, LF between them, in line order.
-      lines text NOT NULL,
+      lines text,
+      -- Or a run of lines proved stored by their fingerprint (a re-import), kept small: the ids of
+      -- their items in line order, the lines themselves read again from the job's file at this
+      -- byte offset when the results are read.
+      from_offset bigint,
+      known_ids uuid[],
+      CHECK ((lines IS NULL) <> (known_ids IS NULL)),
       PRIMARY KEY (job_id, first_line)
     );`);
     this.addSql(`ALTER TABLE import_jobs
