@@ -27,7 +27,7 @@ import { SERVICE_PROCESS_ENV } from './service-env.ts';
 
 const LINES = Number(process.env.BENCH_LINES ?? 200_000);
 const ADMIN_URL = process.env.BENCH_ADMIN_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-const DB_NAME = 'catalog_bench_import';
+const DB_NAME = process.env.BENCH_DB_NAME ?? 'catalog_bench_import';
 const PORT = Number(process.env.BENCH_PORT ?? 18_091);
 const work = mkdtempSync(join(tmpdir(), 'catalog-bench-'));
 // This run's own topics, deleted at the end: the broker is shared with other runs.
@@ -113,6 +113,11 @@ async function importOnce(opts: RequestOpts, path: string, size: number) {
   let job: ImportJob;
   for (;;) {
     const answer = await api.getImport(created.data.data.jobId, opts);
+    // A busy machine's database may refuse a connection now and then: poll again.
+    if (answer.status >= 500) {
+      await new Promise((r) => setTimeout(r, 500));
+      continue;
+    }
     if (answer.status !== 200) throw new Error(`getImport: ${JSON.stringify(answer.data)}`);
     job = answer.data.data;
     if (['completed', 'completed_with_errors', 'failed', 'cancelled'].includes(job.status)) break;
@@ -169,8 +174,8 @@ async function main(): Promise<void> {
     ...process.env, DATABASE_URL: databaseUrl, KAFKA_BROKERS: brokers, KAFKA_TOPIC_PREFIX: TOPIC_PREFIX,
     PORT: String(PORT), HOST: '127.0.0.1', STORAGE_DIR: join(work, 'storage'), DATA_DIR: join(work, 'data'),
     SIGNING_SECRET: 'bench-signing-secret-0123456789abcdef01234567', LOG_LEVEL: 'warn',
-    // The realistic profile's images are served on loopback.
-    OUTBOUND_ALLOW_PRIVATE: 'true',
+    // The realistic profile's images are served on loopback; `false` refuses them all at once (the import without image work).
+    OUTBOUND_ALLOW_PRIVATE: process.env.OUTBOUND_ALLOW_PRIVATE ?? 'true',
   };
   const cli = (...args: string[]) => execFileSync(process.execPath, ['cli/main.ts', ...args], { env, encoding: 'utf8' }).trim().split('\n').at(-1)!;
   execFileSync(process.execPath, ['cli/main.ts', 'migrate'], { env });
