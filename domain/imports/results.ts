@@ -79,7 +79,10 @@ export async function failedLinesFile(db: Db, storage: ObjectStorage, catalogId:
   const job = await endedJob(db, catalogId, jobId);
   const out = new PassThrough();
   const wanted = new Set(await failedLineNumbers(db, jobId));
-  if (wanted.size === 0) return out.end() as PassThrough;
+  if (wanted.size === 0) {
+    out.end();
+    return out;
+  }
   const source = await storage.read(job.storage_path);
   copyLines(source, wanted, out).then(() => out.end(), (error: unknown) => {
     source.destroy();
