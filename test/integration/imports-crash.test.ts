@@ -67,6 +67,12 @@ test('SIGKILL mid-import: a new consumer resumes from the committed cursor; coun
 
   const first = startConsumers();
   const midway = await waitForJob(opts, created.jobId, (j) => j.counts.processed >= 3000);
+  // A processing job tells its pace: lines a second since it began, and the seconds left at that rate.
+  if (midway.status === 'processing') {
+    assert.ok(midway.linesPerSecond! > 0, JSON.stringify(midway));
+    const left = (midway.counts.total - midway.counts.processed) / midway.linesPerSecond!;
+    assert.ok(Math.abs(midway.etaSeconds! - left) <= 1, JSON.stringify(midway));
+  }
   first.kill('SIGKILL');
   await new Promise((r) => first.once('exit', r));
   const atKill = expectData(await api.getImport(created.jobId, opts), 200);
