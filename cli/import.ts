@@ -1,14 +1,17 @@
-// `catalog import FILE.jsonl [--wait] [--errors OUT.jsonl]`: the whole bulk-import dance through the generated client.
+// `catalog import FILE.jsonl | --from URL | --retry JOB_ID | --job JOB_ID [--wait] [--errors F] [--results F] [--failed-lines F]`: the whole bulk-import dance through the generated client.
 import { randomUUID } from 'node:crypto';
-import { createReadStream, createWriteStream } from 'node:fs';
+import { createReadStream } from 'node:fs';
 import { access } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { Readable } from 'node:stream';
-import { finished } from 'node:stream/promises';
 import { parseArgs } from 'node:util';
 import type { RequestOpts } from '@oazapfts/runtime';
 import * as api from '../generated/client.ts';
-import type { ImportJob } from '../generated/client.ts';
+import type { ImportJob, ImportRetryCreated } from '../generated/client.ts';
+import { ApiFailure, call, clientOptions, dataOf, err, out, sleep } from './import-api.ts';
+import type { Env } from './import-api.ts';
+import { tellFailures, writeErrors, writeFailedLines, writeResults } from './import-files.ts';
+import type { StartedPart } from './import-files.ts';
 import { splitFile } from './import-parts.ts';
 import { progressView } from './import-progress.ts';
 import type { FilePart } from './import-parts.ts';
@@ -17,79 +20,6 @@ import { UsageError } from './usage-error.ts';
 // The spec's per-file limit; CATALOG_IMPORT_PART_BYTES lowers it (tests split small files).
 const MAX_FILE_BYTES = 100 * 1024 * 1024;
 const TERMINAL = new Set(['completed', 'completed_with_errors', 'failed', 'cancelled']);
-const API_PREFIX = '/api/v1/catalog';
-
-type Env = Record<string, string | undefined>;
-type Answer = { status: number; headers: Headers; data: unknown };
-
-const err = (line: string) => process.stderr.write(`${line}\n`);
-const out = (line: string) => process.stdout.write(`${line}\n`);
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-class ApiFailure extends Error {}
-
-// A service that refuses connections or has no such host is not coming back in a minute: after
-// this many tries the command stops and says where it looked.
-const CONNECT_ATTEMPTS = 3;
-
-// Deno's fetch names the cause in its message only ("…tcp connect error: Connection refused (os error 111)").
-const CODES_IN_MESSAGES: ReadonlyArray<readonly [RegExp, string]> = [
-  [/connection refused/i, 'ECONNREFUSED'], [/dns error|failed to lookup address/i, 'ENOTFOUND'], [/no route to host|host is unreachable/i, 'EHOSTUNREACH'],
-];
-
-/** Why a request got no answer, in words: the cause's code (connection refused, host not found…). */
-function noAnswer(error: unknown): { said: string; unreachable: boolean } {
-  const chain: unknown[] = [];
-  for (let e = error; e instanceof Error && chain.length < 5; e = e.cause) chain.push(e);
-  const code = chain.map((e) => (e as { code?: string }).code).find((c) => typeof c === 'string')
-    ?? CODES_IN_MESSAGES.find(([pattern]) => chain.some((e) => pattern.test((e as Error).message)))?.[1];
-  const said = code === 'ECONNREFUSED' ? 'connection refused' : code === 'ENOTFOUND' || code === 'EAI_AGAIN' ? 'host not found' : code ?? (error as Error).message;
-  return { said, unreachable: code === 'ECONNREFUSED' || code === 'ENOTFOUND' || code === 'EHOSTUNREACH' };
-}
-
-/**
- * Calls the API until it answers something other than 429 or a 5xx: waits `Retry-After` on a
- * 429, and min(2^attempt, 60) s with jitter where no Retry-After is given (the spec's guidance).
- * No answer at all names the address and the cause; an unreachable one stops after a few tries.
- */
-async function call<A extends Answer>(what: string, request: () => Promise<A>, where: string): Promise<A> {
-  for (let attempt = 1; ; attempt += 1) {
-    let answer: A | undefined;
-    let failure: { said: string; unreachable: boolean } | undefined;
-    try {
-      answer = await request();
-    } catch (error) {
-      failure = noAnswer(error);
-      if (attempt >= 8 || (failure.unreachable && attempt >= CONNECT_ATTEMPTS)) {
-        throw new ApiFailure(`${what}: no answer from ${where} (${failure.said}). Is the service running there? `
-          + 'Set CATALOG_API_URL to its address (default http://127.0.0.1:8080).');
-      }
-    }
-    if (answer && answer.status !== 429 && answer.status < 500) return answer;
-    if (answer && answer.status >= 500 && attempt >= 8) return answer;
-    const retryAfter = Number(answer?.headers.get('retry-after'));
-    const seconds = Number.isFinite(retryAfter) && retryAfter > 0
-      ? retryAfter
-      : Math.min(2 ** attempt, 60) * (0.5 + Math.random() / 2);
-    err(`${what}: ${answer ? `HTTP ${answer.status}` : `no answer from ${where} (${failure!.said})`}; waiting ${Math.ceil(seconds)} s before trying again`);
-    await sleep(seconds * 1000);
-  }
-}
-
-/** The data of a success envelope, or an ApiFailure quoting the error envelope. */
-function dataOf<T>(what: string, answer: Answer, status: number): T {
-  const body = answer.data as { success?: boolean; data?: T; error?: { code?: string; message?: string; details?: Array<{ path: string; message: string }> } };
-  if (answer.status === status && body?.success) return body.data as T;
-  const details = body?.error?.details?.map((d) => `; ${d.path}: ${d.message}`).join('') ?? '';
-  throw new ApiFailure(`${what}: HTTP ${answer.status} ${body?.error?.code ?? ''} ${body?.error?.message ?? JSON.stringify(body)}${details}`);
-}
-
-function clientOptions(env: Env): RequestOpts {
-  const key = env.CATALOG_API_KEY;
-  if (!key) throw new UsageError('CATALOG_API_KEY must hold an API key with the bulk_import:manage scope');
-  const base = (env.CATALOG_API_URL || 'http://127.0.0.1:8080').replace(/\/+$/, '');
-  return { baseUrl: base.endsWith(API_PREFIX) ? base : `${base}${API_PREFIX}`, headers: { authorization: `Bearer ${key}` } };
-}
 
 /**
  * The catalog's unfinished jobs, once, when five of them keep this one from starting: a job
@@ -107,12 +37,6 @@ async function tellRunning(opts: RequestOpts, label: string): Promise<void> {
     err(`  ${job.id}  ${job.status}  created ${job.createdAt}${until}`);
   }
   err(`  one that will not finish can be cancelled: POST ${opts.baseUrl}/imports/<jobId>/cancel with a bulk_import:manage key`);
-}
-
-interface StartedPart {
-  part: FilePart;
-  jobId: string;
-  job?: ImportJob;
 }
 
 /** Create (with an Idempotency-Key, so retries never make two jobs), upload, start. */
@@ -184,57 +108,87 @@ async function waitForAll(opts: RequestOpts, started: StartedPart[]): Promise<vo
   }
 }
 
-/** Every line error of every job, as JSONL, with line numbers of the whole file and the job's id. */
-async function writeErrors(opts: RequestOpts, started: StartedPart[], path: string): Promise<number> {
-  const stream = createWriteStream(path);
-  let written = 0;
-  for (const { jobId, part, job } of started) {
-    if (!job || job.errorCount === 0) continue;
-    let cursor: string | undefined;
-    do {
-      const page = dataOf<{ errors: api.ImportLineError[]; nextCursor: string | null }>(`errors of ${jobId}`, await call(
-        `errors of ${jobId}`, () => api.listImportErrors(jobId, { limit: 1000, ...(cursor ? { cursor } : {}) }, opts), opts.baseUrl!), 200);
-      for (const error of page.errors) {
-        if (!stream.write(`${JSON.stringify({ jobId, ...error, lineNumber: part.firstLine - 1 + error.lineNumber })}\n`)) {
-          await new Promise<void>((resolve) => stream.once('drain', () => resolve()));
-        }
-        written += 1;
-      }
-      cursor = page.nextCursor ?? undefined;
-    } while (cursor);
+/** A job the command did not upload: its own file, numbered from 1. */
+const WHOLE_FILE: FilePart = { start: 0, end: 0, firstLine: 1 };
+
+/** The jobs to follow: the file's parts, started; a retry of a finished job; or jobs already running. */
+/** `Name: value` → [name, value]. */
+function header(given: string): [string, string] {
+  const colon = given.indexOf(':');
+  if (colon <= 0) throw new UsageError(`--header takes "Name: value", not ${JSON.stringify(given.slice(0, 40))}`);
+  return [given.slice(0, colon).trim(), given.slice(colon + 1).trim()];
+}
+
+interface Sources {
+  retry?: string | undefined;
+  job?: string[] | undefined;
+  from?: string | undefined;
+  header?: string[] | undefined;
+  'if-changed'?: boolean | undefined;
+}
+
+async function startJobs(opts: RequestOpts, values: Sources, file: string | undefined, shown: string, env: Env): Promise<StartedPart[]> {
+  if (values.from !== undefined) {
+    const source = { url: values.from, headers: Object.fromEntries((values.header ?? []).map(header)), ifChanged: values['if-changed'] ?? false };
+    const answer = await call('import from address', () => api.createImport({ source }, { idempotencyKey: randomUUID() }, opts), opts.baseUrl!);
+    const job = dataOf<ImportJob>('import from address', answer, 202);
+    out(`${job.id}\tqueued\tfrom ${job.source?.url ?? values.from}`);
+    return [{ part: WHOLE_FILE, jobId: job.id }];
   }
-  stream.end();
-  await finished(stream);
-  return written;
+  if (values.retry !== undefined) {
+    const what = `retry of ${values.retry}`;
+    const created = dataOf<ImportRetryCreated>(what, await call(what, () => api.retryImport(values.retry!, opts), opts.baseUrl!), 201);
+    out(`${created.jobId}\tqueued\tretry of ${values.retry}\t${created.job.fileSizeBytes} bytes`);
+    return [{ part: WHOLE_FILE, jobId: created.jobId }];
+  }
+  if (values.job !== undefined) return values.job.map((jobId) => ({ part: WHOLE_FILE, jobId }));
+  await access(file!).catch(() => { throw new UsageError(`cannot read ${file}`); });
+  const maxBytes = Number(env.CATALOG_IMPORT_PART_BYTES) > 0 ? Number(env.CATALOG_IMPORT_PART_BYTES) : MAX_FILE_BYTES;
+  const parts = await splitFile(file!, maxBytes);
+  if (parts.length > 1) err(`${shown} is over ${maxBytes} bytes: importing it as ${parts.length} jobs`);
+  const started: StartedPart[] = [];
+  for (const [index, part] of parts.entries()) started.push(await startPart(opts, file!, part, index, parts.length));
+  return started;
 }
 
 export async function runImportCommand(args: string[], env: Env = process.env): Promise<number> {
   const { values, positionals } = parseArgs({
-    args, allowPositionals: true, strict: true, options: { wait: { type: 'boolean', default: false }, errors: { type: 'string' } },
+    args, allowPositionals: true, strict: true, options: {
+      wait: { type: 'boolean', default: false }, errors: { type: 'string' }, results: { type: 'string' }, 'failed-lines': { type: 'string' },
+      retry: { type: 'string' }, job: { type: 'string', multiple: true },
+      from: { type: 'string' }, header: { type: 'string', multiple: true }, 'if-changed': { type: 'boolean' },
+    },
   });
-  if (positionals.length !== 1) throw new UsageError('import takes exactly one FILE.jsonl');
+  const sources = positionals.length + [values.retry, values.job, values.from].filter((v) => v !== undefined).length;
+  if (sources !== 1 || positionals.length > 1) throw new UsageError('import takes exactly one of FILE.jsonl, --from URL, --retry JOB_ID or --job JOB_ID');
+  if (values.from === undefined && (values.header !== undefined || values['if-changed'] !== undefined)) {
+    throw new UsageError('--header and --if-changed go with --from URL');
+  }
   // `npm run catalog -- import …` runs in the project folder; paths are meant from where it was typed.
   const base = env.INIT_CWD ?? process.cwd();
-  const file = resolve(base, positionals[0]!);
-  const errorsPath = values.errors === undefined ? undefined : resolve(base, values.errors);
+  const path = (given: string | undefined) => (given === undefined ? undefined : resolve(base, given));
+  const [file, errorsPath, resultsPath, failedLinesPath] = [positionals[0], values.errors, values.results, values['failed-lines']].map(path);
   const opts = clientOptions(env);
-  await access(file).catch(() => { throw new UsageError(`cannot read ${file}`); });
-  const maxBytes = Number(env.CATALOG_IMPORT_PART_BYTES) > 0 ? Number(env.CATALOG_IMPORT_PART_BYTES) : MAX_FILE_BYTES;
-  const parts = await splitFile(file, maxBytes);
-  if (parts.length > 1) err(`${positionals[0]} is over ${maxBytes} bytes: importing it as ${parts.length} jobs`);
   try {
-    const started: StartedPart[] = [];
-    for (const [index, part] of parts.entries()) started.push(await startPart(opts, file, part, index, parts.length));
-    // --errors needs the finished jobs, so it waits too.
-    if (!values.wait && errorsPath === undefined) return 0;
+    const started = await startJobs(opts, values, file, positionals[0] ?? '', env);
+    // The files need the finished jobs, so they wait too; so does following jobs already running.
+    const writes = errorsPath !== undefined || resultsPath !== undefined || failedLinesPath !== undefined;
+    if (!values.wait && !writes && values.job === undefined) return 0;
     await waitForAll(opts, started);
     const sum = { total: 0, succeeded: 0, unchanged: 0, failed: 0 };
     for (const { jobId, job } of started) {
       const c = job!.counts;
-      out(`${jobId}\t${job!.status}\ttotal ${c.total}\tsucceeded ${c.succeeded}\tunchanged ${c.unchanged}\tfailed ${c.failed}${job!.failureReason ? `\t${job!.failureReason}` : ''}`);
+      const note = job!.failureReason ?? (job!.source?.unchanged ? 'the source is unchanged since the last import from it: not read' : null);
+      out(`${jobId}\t${job!.status}\ttotal ${c.total}\tsucceeded ${c.succeeded}\tunchanged ${c.unchanged}\tfailed ${c.failed}${note ? `\t${note}` : ''}`);
       for (const k of ['total', 'succeeded', 'unchanged', 'failed'] as const) sum[k] += c[k];
     }
     if (errorsPath !== undefined) err(`wrote ${await writeErrors(opts, started, errorsPath)} line errors to ${errorsPath}`);
+    if (resultsPath !== undefined) err(`wrote the results of ${await writeResults(opts, started, resultsPath)} lines to ${resultsPath}`);
+    if (failedLinesPath !== undefined) {
+      await writeFailedLines(opts, started, failedLinesPath);
+      err(`wrote the ${sum.failed} failed lines, as the file held them, to ${failedLinesPath}`);
+    }
+    await tellFailures(opts, started, failedLinesPath);
     out(`total ${sum.total}, succeeded ${sum.succeeded}, unchanged ${sum.unchanged}, failed ${sum.failed}`);
     return started.every((s) => s.job!.status === 'completed' || s.job!.status === 'completed_with_errors') ? 0 : 1;
   } catch (error) {

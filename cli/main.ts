@@ -19,9 +19,15 @@ const COMMANDS: Record<string, string> = {
   keys list --catalog NAME_OR_ID          list a catalog's keys (never the keys themselves)
   keys revoke KEY_ID                      revoke a key at once
 `,
-  import: `  import FILE.jsonl [--wait] [--errors OUT.jsonl]
+  import: `  import FILE.jsonl [--wait] [--errors OUT.jsonl] [--results OUT.jsonl] [--failed-lines OUT.jsonl]
                                           bulk-import a JSONL file through the API (CATALOG_API_URL,
-                                          CATALOG_API_KEY); files over 100 MB become several jobs
+                                          CATALOG_API_KEY); files over 100 MB become several jobs;
+                                          a file option waits and writes every job's file
+  import --from URL [--header 'Name: value']… [--if-changed] [--wait] [files]
+                                          the service fetches the file from an address (https);
+                                          --if-changed: an unchanged source completes at once
+  import --retry JOB_ID [--wait] [files]  import a finished job's failed lines again, as they were
+  import --job JOB_ID [files]             wait for jobs already made, then write their files
 `,
   outbox: `  outbox parked [--catalog ID] [--all]    list the records the broker refused for good (--all: re-sent too)
   outbox resend RECORD_ID | --all [--catalog ID]

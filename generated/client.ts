@@ -275,9 +275,30 @@ export type StockMovementList = {
     movements: StockMovement[];
     nextCursor: string | null;
 };
+export type ImportSource = {
+    /** An `https` address (`http` too where the deployment allows private addresses, in
+    development). Fetched behind the outbound network guard: an address that is or
+    resolves to a private, loopback, link-local or metadata address is refused, and so is
+    each redirect's (at most 5; the headers go only to the address's own origin).
+     */
+    url: string;
+    /** Request headers for the address (e.g. `Authorization`). Kept secret: never shown back,
+    never logged, and dropped once the file was fetched or the job ended.
+     */
+    headers?: {
+        [key: string]: string;
+    };
+    /** When the address answers the same `ETag` (or, without one, `Last-Modified`) as the last
+    completed job of this catalog from the same address — or `304` to the conditions sent
+    from them — the job completes at once, without reading the file, with
+    `source.unchanged: true`. When omitted, `false`.
+     */
+    ifChanged?: boolean;
+};
 export type CreateImportRequest = {
     /** Exact size in bytes of the file to upload; at most 100 MB (104857600). */
-    fileSizeBytes: number;
+    fileSizeBytes?: number;
+    source?: ImportSource;
     /** Validate and compare only; write no item. When omitted, `false`. */
     dryRun?: boolean;
 };
@@ -301,6 +322,17 @@ export type ImportCounts = {
     failed: number;
     unchanged: number;
 };
+export type ImportJobSource = {
+    /** The address without its query (a presigned address's signature is a credential). */
+    url: string;
+    ifChanged: boolean;
+    /** The source answered as the last completed job's; the job completed without reading it. */
+    unchanged: boolean;
+    /** The `ETag` the source answered, once fetched. */
+    etag: string | null;
+    /** The `Last-Modified` the source answered, once fetched. */
+    lastModified: string | null;
+};
 export type ImportJob = {
     /** Job id (`jobId` at creation). */
     id: string;
@@ -311,7 +343,7 @@ export type ImportJob = {
     counts: ImportCounts;
     /** Number of line errors (readable with `listImportErrors`). */
     errorCount: number;
-    /** Declared size of the file. */
+    /** Declared size of the file; for a source, its size once fetched (`0` before). */
     fileSizeBytes: number;
     /** Why the job `failed` or was `cancelled`; otherwise `null`. */
     failureReason: string | null;
@@ -325,14 +357,33 @@ export type ImportJob = {
     finishedAt: string | null;
     /** For dry runs, what the import would do; `null` for real imports and until a dry run finishes. */
     dryRunSummary: OutcomeSummary | null;
-};
-export type ImportList = {
-    imports: ImportJob[];
-    nextCursor: string | null;
+    /** Lines processed per second since the job began processing (time spent queued is no
+    rate): known from the first batch processed; for a finished job, its average over the
+    whole run. `null` before any line is processed.
+     */
+    linesPerSecond: number | null;
+    /** Seconds until the job is done at `linesPerSecond`, while it is `processing` with a
+    rate; `null` otherwise.
+     */
+    etaSeconds: number | null;
+    /** Path (under the API prefix) of the job's results file (`getImportResults`), once the
+    job ended; `null` before.
+     */
+    resultsUrl: string | null;
+    /** For a job whose file the service fetches, its address; `null` for an uploaded file. */
+    source: ImportJobSource | null;
+    /** Path (under the API prefix) of the failed lines' original bytes
+    (`getImportFailedLines`), once the job ended with line errors; `null` otherwise.
+     */
+    failedLinesUrl: string | null;
 };
 export type ImportJobResponse = {
     success: SuccessFlag;
     data: ImportJob;
+};
+export type ImportList = {
+    imports: ImportJob[];
+    nextCursor: string | null;
 };
 export type ImportRetryCreated = {
     /** The new job's id. */
@@ -954,6 +1005,9 @@ export function createImport(createImportRequest: CreateImportRequest, { idempot
             data: ImportCreated;
         };
     } | {
+        status: 202;
+        data: ImportJobResponse;
+    } | {
         status: 400;
         data: ErrorResponse;
     } | {
@@ -1212,6 +1266,22 @@ export function listImportErrors(jobId: string, { errorType, limit, cursor }: {
         limit,
         cursor
     }))}`, {
+        ...opts
+    });
+}
+/**
+ * Download every line's outcome (the results file)
+ */
+export function getImportResults(jobId: string, opts?: Oazapfts.RequestOpts) {
+    return oazapfts.fetchText(`/imports/${encodeURIComponent(jobId)}/results`, {
+        ...opts
+    });
+}
+/**
+ * Download the failed lines' original bytes
+ */
+export function getImportFailedLines(jobId: string, opts?: Oazapfts.RequestOpts) {
+    return oazapfts.fetchText(`/imports/${encodeURIComponent(jobId)}/failed-lines`, {
         ...opts
     });
 }

@@ -284,6 +284,16 @@ export interface paths {
          *     brand or media asset and emits no item event (only its own `import.completed` /
          *     `import.failed`).
          *
+         *     With `source` instead of `fileSizeBytes`, the service fetches the file from an address
+         *     (`ImportSource`: HTTPS, behind the outbound network guard, capped at 100 MB while it
+         *     streams, optional secret request headers, `ifChanged`), and the job is `queued` at once:
+         *     the answer is `202` with the job, and there is no upload and no start call. What goes wrong with the
+         *     address fails the job with a `failureReason` naming it: unreachable (connection refused,
+         *     host not found, no answer in time), refused by the network guard, an HTTP status other
+         *     than 200, a `Content-Type` that is not JSONL, over 100 MB, cut before its announced end,
+         *     or changed while it was read (its validators differ after the read). Both or neither of
+         *     `fileSizeBytes` and `source` is a 400.
+         *
          *     **Not idempotent**: every call creates a new job unless you send an `Idempotency-Key`
          *     (same key and body within 24 h → the first answer; another body → 409). Requires scope
          *     `bulk_import:manage`.
@@ -434,6 +444,71 @@ export interface paths {
          *     these are the errors the import would produce. Requires scope `bulk_import:manage`.
          */
         get: operations["listImportErrors"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/imports/{jobId}/results": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Import job id.
+                 * @example 0192f5f0-2b3c-7d4e-8f5a-6b7c8d9e0f1a
+                 */
+                jobId: components["parameters"]["JobId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Download every line's outcome (the results file)
+         * @description Streams the outcome of every non-empty line of the job, in line order, as JSONL
+         *     (`application/x-ndjson`, one `ImportLineResult` a line, LF line ends; not wrapped in the
+         *     envelope): `lineNumber`, `status` (`created`, `updated`, `unchanged` or `failed`), the
+         *     item's `externalSystem` and `externalId` as far as the line names them, and for an item
+         *     stored or that would be, `serviceId` and `contentHash`; an `updated` line lists its
+         *     `changedFields`, and in a dry run also `changes`, each field's `stored` and `incoming`
+         *     value; a `failed` line has the `errorType` and `errorMessage` of its line error. Readable
+         *     once the job ended (409 `conflict` before: `details[0].path = "status"`), and kept as long
+         *     as the job. A job that failed before processing a line has an empty file. Requires scope
+         *     `bulk_import:manage`.
+         */
+        get: operations["getImportResults"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/imports/{jobId}/failed-lines": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Import job id.
+                 * @example 0192f5f0-2b3c-7d4e-8f5a-6b7c8d9e0f1a
+                 */
+                jobId: components["parameters"]["JobId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Download the failed lines' original bytes
+         * @description Streams the job's failed lines exactly as the file held them, whole and byte for byte,
+         *     in line order, each ending in LF: a file to correct and import as a new job. Readable
+         *     once the job ended (409 `conflict` before, `details[0].path = "status"`); empty when no
+         *     line failed. The line numbers of the job's errors and results are those of its own file,
+         *     so the n-th line here is the n-th failed line. Requires scope `bulk_import:manage`.
+         */
+        get: operations["getImportFailedLines"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2872,7 +2947,12 @@ export interface components {
          *       "createdAt": "2026-11-21T12:00:00.000Z",
          *       "startedAt": "2026-11-21T12:05:00.000Z",
          *       "finishedAt": null,
-         *       "dryRunSummary": null
+         *       "dryRunSummary": null,
+         *       "linesPerSecond": null,
+         *       "etaSeconds": null,
+         *       "resultsUrl": null,
+         *       "failedLinesUrl": null,
+         *       "source": null
          *     }
          */
         ImportJob: {
@@ -2888,7 +2968,7 @@ export interface components {
             counts: components["schemas"]["ImportCounts"];
             /** @description Number of line errors (readable with `listImportErrors`). */
             errorCount: number;
-            /** @description Declared size of the file. */
+            /** @description Declared size of the file; for a source, its size once fetched (`0` before). */
             fileSizeBytes: number;
             /** @description Why the job `failed` or was `cancelled`; otherwise `null`. */
             failureReason: string | null;
@@ -2913,6 +2993,33 @@ export interface components {
             finishedAt: string | null;
             /** @description For dry runs, what the import would do; `null` for real imports and until a dry run finishes. */
             dryRunSummary: components["schemas"]["OutcomeSummary"] | null;
+            /**
+             * @description Lines processed per second since the job began processing (time spent queued is no
+             *     rate): known from the first batch processed; for a finished job, its average over the
+             *     whole run. `null` before any line is processed.
+             * @example 3521.4
+             */
+            linesPerSecond: number | null;
+            /**
+             * @description Seconds until the job is done at `linesPerSecond`, while it is `processing` with a
+             *     rate; `null` otherwise.
+             * @example 17
+             */
+            etaSeconds: number | null;
+            /**
+             * @description Path (under the API prefix) of the job's results file (`getImportResults`), once the
+             *     job ended; `null` before.
+             * @example /api/v1/catalog/imports/0192f5f0-2b3c-7d4e-8f5a-6b7c8d9e0f1a/results
+             */
+            resultsUrl: string | null;
+            /** @description For a job whose file the service fetches, its address; `null` for an uploaded file. */
+            source: components["schemas"]["ImportJobSource"] | null;
+            /**
+             * @description Path (under the API prefix) of the failed lines' original bytes
+             *     (`getImportFailedLines`), once the job ended with line errors; `null` otherwise.
+             * @example /api/v1/catalog/imports/0192f5f0-2b3c-7d4e-8f5a-6b7c8d9e0f1a/failed-lines
+             */
+            failedLinesUrl: string | null;
         };
         /**
          * @example {
@@ -2937,7 +3044,12 @@ export interface components {
          *         "createdAt": "2026-11-21T12:00:00.000Z",
          *         "startedAt": "2026-11-21T12:05:00.000Z",
          *         "finishedAt": null,
-         *         "dryRunSummary": null
+         *         "dryRunSummary": null,
+         *         "linesPerSecond": null,
+         *         "etaSeconds": null,
+         *         "resultsUrl": null,
+         *         "failedLinesUrl": null,
+         *         "source": null
          *       }
          *     }
          */
@@ -2946,6 +3058,7 @@ export interface components {
             data: components["schemas"]["ImportJob"];
         };
         /**
+         * @description Exactly one of `fileSizeBytes` (the file is uploaded) and `source` (the service fetches it).
          * @example {
          *       "fileSizeBytes": 5242880,
          *       "dryRun": true
@@ -2956,12 +3069,68 @@ export interface components {
              * @description Exact size in bytes of the file to upload; at most 100 MB (104857600).
              * @example 5242880
              */
-            fileSizeBytes: number;
+            fileSizeBytes?: number;
+            source?: components["schemas"]["ImportSource"];
             /**
              * @description Validate and compare only; write no item. When omitted, `false`.
              * @example false
              */
             dryRun?: boolean;
+        };
+        /**
+         * @description The address the service fetches the JSONL file from, instead of an upload (an ERP's
+         *     export, a presigned bucket address, a nightly feed).
+         * @example {
+         *       "url": "https://erp.example.com/exports/catalog.jsonl",
+         *       "headers": {
+         *         "Authorization": "Bearer erp-export-token"
+         *       },
+         *       "ifChanged": true
+         *     }
+         */
+        ImportSource: {
+            /**
+             * Format: uri
+             * @description An `https` address (`http` too where the deployment allows private addresses, in
+             *     development). Fetched behind the outbound network guard: an address that is or
+             *     resolves to a private, loopback, link-local or metadata address is refused, and so is
+             *     each redirect's (at most 5; the headers go only to the address's own origin).
+             * @example https://erp.example.com/exports/catalog.jsonl
+             */
+            url: string;
+            /**
+             * @description Request headers for the address (e.g. `Authorization`). Kept secret: never shown back,
+             *     never logged, and dropped once the file was fetched or the job ended.
+             * @example {
+             *       "Authorization": "Bearer erp-export-token"
+             *     }
+             */
+            headers?: {
+                [key: string]: string;
+            };
+            /**
+             * @description When the address answers the same `ETag` (or, without one, `Last-Modified`) as the last
+             *     completed job of this catalog from the same address — or `304` to the conditions sent
+             *     from them — the job completes at once, without reading the file, with
+             *     `source.unchanged: true`. When omitted, `false`.
+             * @example true
+             */
+            ifChanged?: boolean;
+        };
+        /** @description The job's source address; its headers are never shown. */
+        ImportJobSource: {
+            /**
+             * @description The address without its query (a presigned address's signature is a credential).
+             * @example https://erp.example.com/exports/catalog.jsonl
+             */
+            url: string;
+            ifChanged: boolean;
+            /** @description The source answered as the last completed job's; the job completed without reading it. */
+            unchanged: boolean;
+            /** @description The `ETag` the source answered, once fetched. */
+            etag: string | null;
+            /** @description The `Last-Modified` the source answered, once fetched. */
+            lastModified: string | null;
         };
         /**
          * @example {
@@ -3017,7 +3186,12 @@ export interface components {
          *         "createdAt": "2026-11-21T12:00:00.000Z",
          *         "startedAt": null,
          *         "finishedAt": null,
-         *         "dryRunSummary": null
+         *         "dryRunSummary": null,
+         *         "linesPerSecond": null,
+         *         "etaSeconds": null,
+         *         "resultsUrl": null,
+         *         "failedLinesUrl": null,
+         *         "source": null
          *       }
          *     }
          */
@@ -3059,7 +3233,12 @@ export interface components {
          *           "createdAt": "2026-11-21T12:00:00.000Z",
          *           "startedAt": "2026-11-21T12:05:00.000Z",
          *           "finishedAt": null,
-         *           "dryRunSummary": null
+         *           "dryRunSummary": null,
+         *           "linesPerSecond": null,
+         *           "etaSeconds": null,
+         *           "resultsUrl": null,
+         *           "failedLinesUrl": null,
+         *           "source": null
          *         }
          *       ],
          *       "nextCursor": null
@@ -3094,6 +3273,49 @@ export interface components {
             errorMessage: string;
             /** @description The first 4 KB of the original line. */
             rawLine: string;
+        };
+        /**
+         * @description One line of a job's results file (`getImportResults`).
+         * @example {
+         *       "lineNumber": 2,
+         *       "status": "updated",
+         *       "externalSystem": "erp",
+         *       "externalId": "SKU-0002",
+         *       "serviceId": "0192f600-1a2b-7c3d-8e4f-5a6b7c8d9e10",
+         *       "contentHash": "41ab0c9a2f5e6d7c8b9a0f1e2d3c4b5a69788796a5b4c3d2e1f0a9b8c7d6e5f4",
+         *       "changedFields": [
+         *         "price"
+         *       ]
+         *     }
+         */
+        ImportLineResult: {
+            /** @description 1-based physical line of the job's file. */
+            lineNumber: number;
+            /**
+             * @description In a dry run, what the import would do.
+             * @enum {string}
+             */
+            status: "created" | "updated" | "unchanged" | "failed";
+            externalSystem?: string;
+            externalId?: string;
+            /**
+             * Format: uuid
+             * @description The item's id; in a dry run, the id a created item would get in this run only.
+             */
+            serviceId?: string;
+            /** @description The line's item's content hash. */
+            contentHash?: string;
+            /** @description For `updated`, the top-level fields of `Item` whose value changes. */
+            changedFields?: string[];
+            /** @description In a dry run, for `updated`, each changed field's `stored` and `incoming` value. */
+            changes?: {
+                [key: string]: {
+                    stored: unknown;
+                    incoming: unknown;
+                };
+            };
+            errorType?: components["schemas"]["ImportErrorType"];
+            errorMessage?: string;
         };
         /**
          * @example {
@@ -5482,6 +5704,21 @@ export interface operations {
                     };
                 };
             };
+            /** @description A job whose file the service fetches from its `source`; it is queued already. */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Cache-Control": components["headers"]["Cache-Control-No-Store"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ImportJobResponse"];
+                };
+            };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -5733,6 +5970,97 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getImportResults: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Import job id.
+                 * @example 0192f5f0-2b3c-7d4e-8f5a-6b7c8d9e0f1a
+                 */
+                jobId: components["parameters"]["JobId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Lines of JSON, each an `ImportLineResult`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Cache-Control": components["headers"]["Cache-Control-No-Store"];
+                    /** @description `attachment; filename="import-results.jsonl"`. */
+                    "Content-Disposition"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {"lineNumber":1,"status":"created","externalSystem":"erp","externalId":"SKU-0001","serviceId":"0192f600-1a2b-7c3d-8e4f-5a6b7c8d9e0f","contentHash":"9f2c…"}
+                     *     {"lineNumber":2,"status":"updated","externalSystem":"erp","externalId":"SKU-0002","serviceId":"0192f600-1a2b-7c3d-8e4f-5a6b7c8d9e10","contentHash":"41ab…","changedFields":["price"]}
+                     *     {"lineNumber":3,"status":"failed","externalSystem":"erp","externalId":"SKU-0003","errorType":"validation","errorMessage":"gtin13: check digit is invalid"}
+                     */
+                    "application/x-ndjson": string;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getImportFailedLines: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Import job id.
+                 * @example 0192f5f0-2b3c-7d4e-8f5a-6b7c8d9e0f1a
+                 */
+                jobId: components["parameters"]["JobId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The failed lines as the file held them. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Cache-Control": components["headers"]["Cache-Control-No-Store"];
+                    /** @description `attachment; filename="failed-lines.jsonl"`. */
+                    "Content-Disposition"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {"externalSystem":"erp","externalId":"SKU-0007","name":"Mug","gtin13":"4006381333932"}
+                     *     {"externalSystem":"erp","externalId":
+                     */
+                    "application/x-ndjson": string;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -8201,6 +8529,8 @@ export type PathOperationId =
     | "cancelImport"
     | "retryImport"
     | "listImportErrors"
+    | "getImportResults"
+    | "getImportFailedLines"
     | "getMediaAsset"
     | "refreshMediaAsset"
     | "listEvents"

@@ -11,6 +11,8 @@ import { listEvents } from './events/list-events.ts';
 import { cancelImport } from './imports/cancel-import.ts';
 import { createImport } from './imports/create-import.ts';
 import { getImport } from './imports/get-import.ts';
+import { getImportFailedLines } from './imports/get-import-failed-lines.ts';
+import { getImportResults } from './imports/get-import-results.ts';
 import { listImportErrors } from './imports/list-import-errors.ts';
 import { listImports } from './imports/list-imports.ts';
 import { retryImport } from './imports/retry-import.ts';
@@ -61,6 +63,8 @@ export const handlers: Handlers = Object.freeze({
   cancelImport,
   retryImport,
   listImportErrors,
+  getImportResults,
+  getImportFailedLines,
   // media
   getMediaAsset,
   refreshMediaAsset,

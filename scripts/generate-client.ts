@@ -15,7 +15,7 @@ const excludedTags = ['operations', 'storage'];
 // Operations whose success body is not JSON. @oazapfts/runtime's fetchJson JSON.parses every
 // response whose content type contains "json", which includes `application/x-ndjson`, so a
 // multi-line export would throw; these use fetchText (status + raw text; parse errors yourself).
-const textOperations = ['exportItems'];
+const textOperations = ['exportItems', 'getImportResults', 'getImportFailedLines'];
 
 const banner = ' * DO NOT MODIFY - This file has been generated using oazapfts.';
 

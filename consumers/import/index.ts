@@ -21,6 +21,8 @@ import type { ObjectStorage } from '../../platform/storage/storage.ts';
 export const SWEEP_MS = 3000;
 // A queued job's message normally arrives within a second; past this any sweeper with room takes it.
 export const QUEUED_GRACE_SECONDS = 2;
+// A job's source address: until each answer's headers, and between two chunks of its body.
+const SOURCE_TIMEOUT_MS = 30_000;
 
 export interface ImportConsumer {
   stop(): Promise<void>;
@@ -85,6 +87,7 @@ export async function startImportConsumer(options: ImportConsumerOptions): Promi
     if (running.size >= capacity) return undefined;
     const run = detached(() => inSpan('import job', { parent: started ?? null, attributes: { 'catalog.import.id': jobId } }, () => processImport({
       orm: options.orm, storage, databaseUrl: options.config.databaseUrl, logger: log, mediaRefreshAgeHours: options.config.media.refreshAgeHours,
+      source: { allowPrivate: options.config.outboundAllowPrivate, timeoutMs: SOURCE_TIMEOUT_MS },
       stopping: () => stopping,
       ...(options.metrics ? { onCommitted: countLines(options.metrics) } : {}),
     }, jobId)))

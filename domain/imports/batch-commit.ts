@@ -3,11 +3,15 @@ import type { Db } from '../../platform/db/sql.ts';
 import type { Logger } from '../../platform/log/logger.ts';
 import { RecordRefused, WriteFailed, writeImportBatch, writesInOneStatement } from '../items/import-write.ts';
 import { itemsByFingerprint } from '../items/store.ts';
+import type { FingerprintedItem } from '../items/store.ts';
 import type { UpsertEntry } from '../items/upsert.ts';
 import { BATCH_LINES, linesToUpsert, outcomeOf, partOf, positionsIn } from './batch-pipeline.ts';
 import type { BatchTurn, LinesToUpsert, PreparedBatch } from './batch-pipeline.ts';
-import { batchRecordRider, recordBatch } from './job-store.ts';
-import type { BatchCounts, BatchPlace } from './job-store.ts';
+import { batchRecordRider, recordBatch } from './batch-record.ts';
+import type { BatchPlace } from './batch-record.ts';
+import type { BatchCounts } from './job-store.ts';
+import { dryRunChanges, lineResults } from './line-results.ts';
+import type { LineResult } from './line-results.ts';
 import type { FileLine } from './line-reader.ts';
 import type { LineError } from './lines.ts';
 
@@ -24,7 +28,7 @@ export interface BatchJob {
   readonly mediaRefreshAgeHours: number;
   readonly logger: Logger;
   /** The resume line this run last recorded; moves on as its batches commit. */
-  readonly cursor: { line: number };
+  readonly cursor: { line: number; offset: number };
   /** Called with each batch's counts once it committed. */
   readonly onCommitted?: (counts: BatchCounts) => void;
 }
@@ -32,6 +36,7 @@ export interface BatchJob {
 /** A batch ending with `last` committed with `counts`: the cursor moves on. */
 function committed(job: BatchJob, last: FileLine, counts: BatchCounts): void {
   job.cursor.line = last.lineNumber;
+  job.cursor.offset = last.endOffset;
   job.onCommitted?.(counts);
 }
 
@@ -48,41 +53,47 @@ const placeOf = (job: BatchJob, last: FileLine): BatchPlace =>
  * committed; they hold until a transaction writes items, and the parts after it are looked up
  * again. Returns how many lines proved unchanged, by their fingerprint or by the upsert.
  */
-export async function commitBatch(job: BatchJob, batch: PreparedBatch, knownLines: Promise<ReadonlyMap<number, string>>, turn: BatchTurn): Promise<number> {
+export async function commitBatch(job: BatchJob, batch: PreparedBatch, knownLines: Promise<ReadonlyMap<number, FingerprintedItem>>, turn: BatchTurn): Promise<number> {
   // Looked up outside any transaction (read committed, it would see no more inside one), once
   // no earlier batch could still change an item.
-  let known: ReadonlyMap<number, string> | undefined = await knownLines;
+  let known: ReadonlyMap<number, FingerprintedItem> | undefined = await knownLines;
   let unchanged = 0;
   // The lines proved stored and not recorded yet: how many, and the last of them.
-  let knownRun = { lines: 0, last: undefined as FileLine | undefined };
+  let knownRun = { ids: [] as string[], last: undefined as FileLine | undefined };
   for (let start = 0; start < batch.lines.length; start += BATCH_LINES) {
     const part = partOf(batch, start);
     const partKnown = known === undefined ? await itemsByFingerprint(job.db(), job.catalogId, part.fingerprints)
       : part === batch ? known : positionsIn(known, start, part.lines.length);
     if (partKnown.size === part.lines.length) {
       unchanged += part.lines.length;
-      knownRun = { lines: knownRun.lines + part.lines.length, last: part.lines.at(-1) };
+      knownRun = { ids: [...knownRun.ids, ...[...partKnown.keys()].sort((a, b) => a - b).map((i) => partKnown.get(i)!.id)], last: part.lines.at(-1) };
       continue;
     }
-    if (knownRun.last) await recordKnown(job, knownRun.lines, knownRun.last);
-    knownRun = { lines: 0, last: undefined };
+    if (knownRun.last) await recordKnown(job, knownRun.ids, knownRun.last);
+    knownRun = { ids: [], last: undefined };
     unchanged += await commitLines(job, part, partKnown, turn);
     known = undefined;
   }
-  if (knownRun.last) await recordKnown(job, knownRun.lines, knownRun.last);
+  if (knownRun.last) await recordKnown(job, knownRun.ids, knownRun.last);
   return unchanged;
 }
 
-/** `lines` lines all proved stored, ending with `last`: their counters and cursor, one statement. */
-async function recordKnown(job: BatchJob, lines: number, last: FileLine): Promise<void> {
-  const counts = { processed: lines, succeeded: 0, failed: 0, unchanged: lines, created: 0, updated: 0 };
-  await record(job.db(), job, last, counts, []);
+/**
+ * Lines all proved stored, ending with `last`, whose items have `ids` (in line order): their
+ * counters, cursor and results, one statement. Their results are kept as the run's place in the
+ * file and the ids, read back from the file when the results are read (a re-import writes no
+ * more than that).
+ */
+async function recordKnown(job: BatchJob, ids: readonly string[], last: FileLine): Promise<void> {
+  const counts = { processed: ids.length, succeeded: 0, failed: 0, unchanged: ids.length, created: 0, updated: 0 };
+  const run = { firstLine: job.cursor.line + 1, offset: job.cursor.offset, ids };
+  if (!(await recordBatch(job.db(), placeOf(job, last), counts, [], [], job.dryRun, run))) throw new JobStopped();
   committed(job, last, counts);
 }
 
 /** The batch's record in `db`'s transaction; JobStopped, rolling the batch back, when the gate refuses. */
-async function record(db: Db, job: BatchJob, last: FileLine, counts: BatchCounts, errors: readonly LineError[]): Promise<void> {
-  if (!(await recordBatch(db, placeOf(job, last), counts, errors, job.dryRun))) throw new JobStopped();
+async function record(db: Db, job: BatchJob, last: FileLine, counts: BatchCounts, errors: readonly LineError[], results: readonly LineResult[]): Promise<void> {
+  if (!(await recordBatch(db, placeOf(job, last), counts, errors, results, job.dryRun))) throw new JobStopped();
 }
 
 /**
@@ -92,7 +103,7 @@ async function record(db: Db, job: BatchJob, last: FileLine, counts: BatchCounts
  * and the lines go through again in a transaction, each item's write isolated. Returns how many
  * lines proved unchanged.
  */
-async function commitLines(job: BatchJob, part: PreparedBatch, known: ReadonlyMap<number, string>, turn: BatchTurn): Promise<number> {
+async function commitLines(job: BatchJob, part: PreparedBatch, known: ReadonlyMap<number, FingerprintedItem>, turn: BatchTurn): Promise<number> {
   try {
     return await commitLinesOnce(job, part, known, turn, false);
   } catch (error) {
@@ -102,7 +113,7 @@ async function commitLines(job: BatchJob, part: PreparedBatch, known: ReadonlyMa
   }
 }
 
-async function commitLinesOnce(job: BatchJob, part: PreparedBatch, known: ReadonlyMap<number, string>, turn: BatchTurn, isolateFailures: boolean): Promise<number> {
+async function commitLinesOnce(job: BatchJob, part: PreparedBatch, known: ReadonlyMap<number, FingerprintedItem>, turn: BatchTurn, isolateFailures: boolean): Promise<number> {
   const lines = linesToUpsert(part, known);
   if (!isolateFailures && !job.dryRun && writesInOneStatement(lines.items)) return commitInOneStatement(job, part, lines, turn);
   const last = part.lines.at(-1)!;
@@ -113,8 +124,9 @@ async function commitLinesOnce(job: BatchJob, part: PreparedBatch, known: Readon
       }) : [];
     turn.wrote();
     const outcome = outcomeOf(part, lines, entries);
+    const changes = job.dryRun ? await dryRunChanges(tx, job.catalogId, entries) : undefined;
     await turn.aheadCommitted;
-    await record(tx, job, last, outcome.counts, outcome.batchErrors);
+    await record(tx, job, last, outcome.counts, outcome.batchErrors, lineResults(lines, entries, changes));
     return outcome.counts;
   });
   committed(job, last, counts);
@@ -134,8 +146,11 @@ async function commitInOneStatement(job: BatchJob, part: PreparedBatch, lines: L
   let recorded = false;
   const riding = (decided: readonly UpsertEntry[], writing: number) => {
     recorded = true;
-    const known = outcomeOf(part, lines, [...lines.items.entries.filter((entry) => entry !== undefined), ...decided]);
-    return batchRecordRider(placeOf(job, last), known.counts, known.batchErrors, writing);
+    const entries = [...lines.items.entries.filter((entry) => entry !== undefined), ...decided];
+    const known = outcomeOf(part, lines, entries);
+    const byIndex: UpsertEntry[] = [];
+    for (const entry of entries) byIndex[entry.index] = entry;
+    return batchRecordRider(placeOf(job, last), known.counts, known.batchErrors, lineResults(lines, byIndex), writing);
   };
   let entries: UpsertEntry[] = [];
   try {
@@ -151,7 +166,7 @@ async function commitInOneStatement(job: BatchJob, part: PreparedBatch, lines: L
   const { counts, batchErrors } = outcomeOf(part, lines, entries);
   if (!recorded) {
     await turn.aheadCommitted;
-    await record(db, job, last, counts, batchErrors);
+    await record(db, job, last, counts, batchErrors, lineResults(lines, entries));
   }
   committed(job, last, counts);
   return counts.unchanged;

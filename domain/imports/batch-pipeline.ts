@@ -5,6 +5,7 @@ import { normalizeItem } from '../items/payload.ts';
 import type { NormalizeResult } from '../items/normalized-item.ts';
 import { addNormalized } from '../items/upsert.ts';
 import type { PreparedItems, UpsertEntry } from '../items/upsert.ts';
+import type { FingerprintedItem } from '../items/store.ts';
 import { lineFingerprint } from './fingerprint.ts';
 import type { BatchCounts } from './job-store.ts';
 import type { FileLine } from './line-reader.ts';
@@ -150,8 +151,8 @@ export function partOf(batch: PreparedBatch, start: number): PreparedBatch {
 }
 
 /** The entries of `known` (by position in a batch) for the `length` lines from `start`, by position among them. */
-export function positionsIn(known: ReadonlyMap<number, string>, start: number, length: number): Map<number, string> {
-  const part = new Map<number, string>();
+export function positionsIn<V>(known: ReadonlyMap<number, V>, start: number, length: number): Map<number, V> {
+  const part = new Map<number, V>();
   for (const [i, key] of known) if (i >= start && i < start + length) part.set(i - start, key);
   return part;
 }
@@ -165,6 +166,8 @@ export interface LinesToUpsert {
   readonly lineErrors: readonly LineError[];
   /** Lines proved stored by their fingerprint, and not written again. */
   readonly unchanged: number;
+  /** Those lines, with the item each carries. */
+  readonly knownLines: ReadonlyArray<{ readonly lineNumber: number; readonly item: FingerprintedItem }>;
 }
 
 /**
@@ -173,14 +176,14 @@ export interface LinesToUpsert {
  * and is not even parsed. Unless another line of the batch writes the same item: then it goes
  * through the upsert path too, so the item's lines still apply in file order.
  */
-export function linesToUpsert(batch: PreparedBatch, known: ReadonlyMap<number, string>): LinesToUpsert {
+export function linesToUpsert(batch: PreparedBatch, known: ReadonlyMap<number, FingerprintedItem>): LinesToUpsert {
   const read: Array<LineItem | undefined> = batch.lines.map((line, i) => (known.has(i) ? undefined : batch.ahead?.[i] ?? itemOfLine(line)));
   const written = new Set<string>();
   for (const item of read) {
     if (item?.ok && item.normalized.ok) written.add(identityKey(item.normalized.item.externalSystem, item.normalized.item.externalId));
   }
   let unchanged = known.size;
-  for (const [i, key] of known) {
+  for (const [i, { key }] of known) {
     if (!written.has(key)) continue;
     unchanged -= 1;
     read[i] = batch.ahead?.[i] ?? itemOfLine(batch.lines[i]!);
@@ -198,7 +201,8 @@ export function linesToUpsert(batch: PreparedBatch, known: ReadonlyMap<number, s
     valueLines.push(batch.lines[i]!);
   });
   items.entries.length = valueLines.length;
-  return { valueLines, items, lineErrors, unchanged };
+  const knownLines = [...known].filter(([i]) => read[i] === undefined).map(([i, item]) => ({ lineNumber: batch.lines[i]!.lineNumber, item }));
+  return { valueLines, items, lineErrors, unchanged, knownLines };
 }
 
 /** A batch's counters and line errors, given the entries of its lines that went through the upsert path (by position). */

@@ -1,15 +1,12 @@
 // The import store: every statement on import_jobs and import_errors, the job's state transitions among them.
 import type { ImportErrorType, ImportStatus } from '../../generated/client.ts';
 import type { Session } from '../../platform/db/connections.ts';
-import { prepared, query, sql } from '../../platform/db/sql.ts';
+import { query, sql } from '../../platform/db/sql.ts';
 import type { Db } from '../../platform/db/sql.ts';
-import { storableText } from '../../platform/db/storable-text.ts';
 import { TOPICS } from '../../platform/kafka/topics.ts';
 import { domainEvent, eventRow, messageRow, writeOutbox } from '../events/outbox.ts';
-import type { WriteRider } from '../items/store.ts';
 import { isoTime } from '../items/view.ts';
 import { afterCursor, encodeCursor, encodeLineCursor, keysetPage } from '../pagination.ts';
-import type { LineError } from './lines.ts';
 
 /** First key of the advisory locks of this feature: per-catalog job creation. */
 export const IMPORT_LOCK_SPACE = 7_214_004;
@@ -49,6 +46,11 @@ export interface JobRow {
   finished_at: string | null;
   /** Exact created_at (microseconds), for list cursors. */
   created_at_text: string;
+  source_url: string | null;
+  source_if_changed: boolean;
+  source_etag: string | null;
+  source_last_modified: string | null;
+  source_unchanged: boolean;
 }
 
 const JOB_SELECT = sql.raw(`
@@ -56,7 +58,7 @@ SELECT j.id, j.catalog_id, j.status, j.dry_run, j.file_size_bytes, j.storage_pat
   j.total, j.processed, j.succeeded, j.failed, j.unchanged, j.error_count, j.dry_run_created, j.dry_run_updated,
   j.resume_line, j.resume_offset, j.failure_reason, j.retry_of, ${isoTime('j.upload_expires_at')} AS upload_expires_at,
   ${isoTime('j.created_at')} AS created_at, ${isoTime('j.started_at')} AS started_at, ${isoTime('j.finished_at')} AS finished_at,
-  j.created_at::text AS created_at_text
+  j.created_at::text AS created_at_text, j.source_url, j.source_if_changed, j.source_etag, j.source_last_modified, j.source_unchanged
 FROM import_jobs j`);
 
 const forUpdate = (lock: boolean) => sql.raw(lock ? ' FOR UPDATE' : '');
@@ -152,7 +154,8 @@ export const countsOf = (row: JobRow) =>
  * event in the same transaction.
  */
 export async function finishJob(tx: Db, job: JobRow, status: ImportStatus, reason: string | null): Promise<void> {
-  await query(tx, 'UPDATE import_jobs SET status = $1, failure_reason = $2, finished_at = now(), updated_at = now() WHERE id = $3',
+  // A source's headers (credentials) are not kept past the job.
+  await query(tx, 'UPDATE import_jobs SET status = $1, failure_reason = $2, finished_at = now(), updated_at = now(), source_headers = NULL WHERE id = $3',
     [status, reason, job.id]);
   const failed = status === 'failed' || status === 'cancelled';
   const base = { jobId: job.id, status };
@@ -206,77 +209,6 @@ export async function tryLockJob(session: Session, jobId: string): Promise<boole
 /** What a batch adds to its job's counters. */
 export interface BatchCounts {
   processed: number; succeeded: number; failed: number; unchanged: number; created: number; updated: number;
-}
-
-/** Where a batch leaves the job: its last line, and the cursor it found (another processor may have moved it). */
-export interface BatchPlace {
-  readonly jobId: string;
-  /** The resume line this run last recorded: the batch applies only while the job's is still this one. */
-  readonly fromLine: number;
-  readonly lastLine: number;
-  readonly endOffset: number;
-}
-
-// The one door of line errors to the database: whatever a line held, its error is storable.
-const errorsJson = (errors: readonly LineError[]) =>
-  JSON.stringify(errors.map((e) => ({
-    l: e.lineNumber, x: e.externalId === null ? null : storableText(e.externalId), t: e.errorType,
-    m: storableText(e.errorMessage), r: storableText(e.rawLine),
-  })));
-
-// Once per batch, so a named prepared statement: its planning costs about as much as its run.
-const RECORD_BATCH = prepared(`WITH errors AS (
-    INSERT INTO import_errors (job_id, line_number, external_id, error_type, error_message, raw_line)
-    SELECT $1, e.l, e.x, e.t, e.m, e.r FROM jsonb_to_recordset($2::jsonb) AS e(l int, x text, t text, m text, r text)
-    ON CONFLICT (job_id, line_number) DO NOTHING
-  )
-  UPDATE import_jobs SET processed = processed + $3, succeeded = succeeded + $4, failed = failed + $5, unchanged = unchanged + $6,
-    error_count = error_count + $7, dry_run_created = dry_run_created + $8, dry_run_updated = dry_run_updated + $9,
-    resume_line = $10, resume_offset = $11, updated_at = now()
-  WHERE id = $1 AND status = 'processing' AND resume_line = $12
-  RETURNING id, set_config('synchronous_commit', 'off', true)`);
-
-/**
- * A batch's line errors, counters and resume cursor, in the batch's transaction. False, writing
- * nothing, when the job was cancelled meanwhile or another processor moved the cursor: the
- * caller rolls the batch back. synchronous_commit is off for that transaction only: its commit
- * does not wait for the WAL flush, so a database crash can lose only the last batches, each whole
- * with its cursor, and the job simply redoes exactly those lines.
- */
-export async function recordBatch(db: Db, place: BatchPlace, counts: BatchCounts, errors: readonly LineError[], dryRun: boolean): Promise<boolean> {
-  const rows = await query(db, RECORD_BATCH, [
-    place.jobId, errorsJson(errors), counts.processed, counts.succeeded, counts.failed, counts.unchanged, counts.failed,
-    dryRun ? counts.created : 0, dryRun ? counts.updated : 0, place.lastLine, place.endOffset, place.fromLine,
-  ]);
-  return rows.length > 0;
-}
-
-/**
- * recordBatch as a rider of the items' write (domain/items/store-write.ts), committed in its
- * statement: the same gate (the job row, locked, while the cursor is where this run left it),
- * line errors and counters. `succeeded` counts the rows the write returns; the items it sends
- * but does not write (a concurrent writer stored the same content first) count as unchanged.
- * `counts` are those known before the write; `writing` is how many items the write sends.
- */
-export function batchRecordRider(place: BatchPlace, counts: BatchCounts, errors: readonly LineError[], writing: number): WriteRider {
-  const failed = sql`${counts.failed}::int`;
-  return {
-    gate: sql`SELECT id FROM import_jobs WHERE id = ${place.jobId}::uuid AND status = 'processing' AND resume_line = ${place.fromLine}::bigint
-      FOR NO KEY UPDATE`,
-    ctes: sql`line_errors AS (
-      INSERT INTO import_errors (job_id, line_number, external_id, error_type, error_message, raw_line)
-      SELECT gate.id, e.l, e.x, e.t, e.m, e.r FROM gate, jsonb_to_recordset(${errorsJson(errors)}::jsonb) AS e(l int, x text, t text, m text, r text)
-      ON CONFLICT (job_id, line_number) DO NOTHING
-    ), recorded AS (
-      UPDATE import_jobs j SET processed = processed + ${counts.processed}::int, succeeded = succeeded + w.n, failed = failed + ${failed},
-        unchanged = unchanged + ${counts.unchanged}::int + (${writing}::int - w.n), error_count = error_count + ${failed},
-        resume_line = ${place.lastLine}::bigint, resume_offset = ${place.endOffset}::bigint, updated_at = now()
-      FROM gate, (SELECT count(*)::int AS n FROM written) AS w
-      WHERE j.id = gate.id
-      RETURNING set_config('synchronous_commit', 'off', true)
-    )`,
-    applied: sql`(SELECT count(*) FROM recorded)`,
-  };
 }
 
 /** A page of the job's line errors by line number, after line `afterLine`, optionally of one type. */

@@ -5,6 +5,7 @@ import type { Orm } from '../../platform/db/orm.ts';
 import type { Logger } from '../../platform/log/logger.ts';
 import type { ObjectStorage } from '../../platform/storage/storage.ts';
 import { itemsByFingerprint } from '../items/store.ts';
+import type { FingerprintedItem } from '../items/store.ts';
 import { JobStopped, commitBatch } from './batch-commit.ts';
 import type { BatchJob } from './batch-commit.ts';
 import { BATCH_LINES, KNOWN_RUN_LINES, batchTurn, keysOf, prepareBatch, sharesKeys } from './batch-pipeline.ts';
@@ -13,6 +14,9 @@ import { finishJob, loadJob, markProcessing, tryLockJob } from './job-store.ts';
 import type { BatchCounts, JobRow } from './job-store.ts';
 import { MAX_FILE_BYTES } from './jobs.ts';
 import { readLines, scanFile } from './line-reader.ts';
+import { fetchSource } from './source.ts';
+import type { SourceOptions } from './source.ts';
+import { finishUnchanged, recordFetched } from './source-store.ts';
 import type { FileLine } from './line-reader.ts';
 
 export interface ProcessDeps {
@@ -27,6 +31,8 @@ export interface ProcessDeps {
   readonly onCommitted?: (counts: BatchCounts) => void;
   /** True once the process is shutting down: stop after the current batch (the cursor is committed). */
   readonly stopping?: () => boolean;
+  /** How jobs with a source address fetch their file. */
+  readonly source: SourceOptions;
 }
 
 export type ProcessOutcome = 'finished' | 'stopped' | 'busy' | 'skipped';
@@ -64,8 +70,24 @@ async function fail(deps: ProcessDeps, jobId: string, reason: string): Promise<u
   return undefined;
 }
 
+/** A job with a source address: its file fetched into storage, or the job ended (failed, or unchanged). */
+async function pull(deps: ProcessDeps, job: JobRow): Promise<JobRow | undefined> {
+  const db = deps.orm.em.fork();
+  const outcome = await fetchSource(db, deps.storage, job, deps.source);
+  if (outcome.kind === 'failed') return fail(deps, job.id, outcome.reason);
+  if (outcome.kind === 'unchanged') {
+    await finishUnchanged(db, job.id, outcome.validators);
+    deps.logger.info({ jobId: job.id }, 'import source unchanged');
+    return undefined;
+  }
+  await recordFetched(db, job.id, outcome.sizeBytes, outcome.validators);
+  return loadJob(db, job.id);
+}
+
 /** queued → processing after the cheap counting pass that gives `total` (docs/imports.md, "Jobs and their rules"). */
-async function begin(deps: ProcessDeps, job: JobRow): Promise<JobRow | undefined> {
+async function begin(deps: ProcessDeps, queued: JobRow): Promise<JobRow | undefined> {
+  const job = queued.source_url !== null && queued.uploaded_at === null ? await pull(deps, queued) : queued;
+  if (!job) return undefined;
   const stored = await deps.storage.stat(job.storage_path);
   if (!stored) return fail(deps, job.id, 'the uploaded file is missing from storage');
   if (stored.sizeBytes > MAX_FILE_BYTES) return fail(deps, job.id, 'the file is over 100 MB');
@@ -78,7 +100,7 @@ async function begin(deps: ProcessDeps, job: JobRow): Promise<JobRow | undefined
   return loadJob(db, job.id);
 }
 
-const NONE_KNOWN: ReadonlyMap<number, string> = new Map();
+const NONE_KNOWN: ReadonlyMap<number, FingerprintedItem> = new Map();
 
 /**
  * Resumes the job from its cursor, in two stages: while one batch is in the database, the next
@@ -93,7 +115,7 @@ async function run(deps: ProcessDeps, row: JobRow): Promise<ProcessOutcome> {
   const stream = await deps.storage.read(row.storage_path, offset);
   const job: BatchJob = {
     db: () => deps.orm.em.fork(), jobId: row.id, catalogId: row.catalog_id, dryRun: row.dry_run,
-    mediaRefreshAgeHours: deps.mediaRefreshAgeHours, logger: deps.logger, cursor: { line: Number(row.resume_line) },
+    mediaRefreshAgeHours: deps.mediaRefreshAgeHours, logger: deps.logger, cursor: { line: Number(row.resume_line), offset: Number(row.resume_offset) },
     ...(deps.onCommitted ? { onCommitted: deps.onCommitted } : {}),
   };
   // Read lines ahead unless the last batch committed was mostly lines already stored (a re-import).

@@ -53,7 +53,7 @@ export async function retryImport(db: Db, storage: ObjectStorage, catalogId: str
 }
 
 /** Streams `source`, writing the lines whose 1-based numbers are in `wanted`, each ending in LF. */
-async function copyLines(source: Readable, wanted: ReadonlySet<number>, out: Writable): Promise<void> {
+export async function copyLines(source: Readable, wanted: ReadonlySet<number>, out: Writable): Promise<void> {
   let lineNumber = 1;
   let lineOpen = false;
   const write = async (bytes: Buffer) => {

@@ -80,19 +80,27 @@ export async function deleteItemRow(db: Db, catalogId: string, externalSystem: s
 // Import lines already stored: the item, if any, whose last write came from a line with this
 // fingerprint. At most one item can carry a fingerprint (a line names one identity).
 const BY_FINGERPRINT = prepared(`
-    SELECT t.ord, i.external_system AS s, i.external_id AS e
+    SELECT t.ord, i.id, i.external_system AS s, i.external_id AS e, i.content_hash AS h
     FROM unnest($2::text[]) WITH ORDINALITY AS t(f, ord)
-    CROSS JOIN LATERAL (SELECT i.external_system, i.external_id FROM items i
+    CROSS JOIN LATERAL (SELECT i.id, i.external_system, i.external_id, i.content_hash FROM items i
       WHERE i.catalog_id = $1 AND i.import_fingerprint = decode(t.f, 'hex') LIMIT 1) i`);
+
+/** An item found by the fingerprint of the line that last wrote it. */
+export interface FingerprintedItem {
+  /** identityKey(externalSystem, externalId). */
+  readonly key: string;
+  readonly id: string;
+  readonly contentHash: string;
+}
 
 /**
  * Of `fingerprints` (hex; undefined for a line without one), those an item of the catalog
- * carries: by position, the identity key of that item. Such a line is exactly the one that last
- * wrote its item, so upserting it again would find it unchanged.
+ * carries: by position, that item. Such a line is exactly the one that last wrote its item, so
+ * upserting it again would find it unchanged.
  */
-export async function itemsByFingerprint(db: Db, catalogId: string, fingerprints: ReadonlyArray<string | undefined>): Promise<Map<number, string>> {
-  const rows = await query<{ ord: string; s: string; e: string }>(db, 'items.by_fingerprint', BY_FINGERPRINT, [catalogId, fingerprints.map((f) => f ?? null)]);
-  return new Map(rows.map((row) => [Number(row.ord) - 1, identityKey(row.s, row.e)]));
+export async function itemsByFingerprint(db: Db, catalogId: string, fingerprints: ReadonlyArray<string | undefined>): Promise<Map<number, FingerprintedItem>> {
+  const rows = await query<{ ord: string; id: string; s: string; e: string; h: string }>(db, 'items.by_fingerprint', BY_FINGERPRINT, [catalogId, fingerprints.map((f) => f ?? null)]);
+  return new Map(rows.map((row) => [Number(row.ord) - 1, { key: identityKey(row.s, row.e), id: row.id, contentHash: row.h }]));
 }
 
 // The range of the on_hand column (integer).

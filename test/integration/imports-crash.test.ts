@@ -6,6 +6,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
+import type { RequestOpts } from '@oazapfts/runtime';
 import { JOB_LOCK_SPACE } from '../../domain/imports/job-store.ts';
 import * as api from '../../generated/client.ts';
 import { clientOptions, expectData } from '../helpers/client.ts';
@@ -44,6 +45,15 @@ after(async () => {
   await service?.close();
 });
 
+/** The status of each line of the job's results file, by line number from 1 (a line missing or twice fails). */
+async function resultStatuses(opts: RequestOpts, jobId: string): Promise<string[]> {
+  const answer = await api.getImportResults(jobId, opts);
+  assert.equal(answer.status, 200);
+  const results = answer.data!.split('\n').filter(Boolean).map((line) => JSON.parse(line) as { lineNumber: number; status: string });
+  assert.deepEqual(results.map((r) => r.lineNumber), results.map((_, i) => i + 1));
+  return results.map((r) => r.status);
+}
+
 test('SIGKILL mid-import: a new consumer resumes from the committed cursor; counts and items match the file exactly', async () => {
   const tenant = await service.newTenant();
   const opts = clientOptions(service.url, tenant.key);
@@ -57,6 +67,12 @@ test('SIGKILL mid-import: a new consumer resumes from the committed cursor; coun
 
   const first = startConsumers();
   const midway = await waitForJob(opts, created.jobId, (j) => j.counts.processed >= 3000);
+  // A processing job tells its pace: lines a second since it began, and the seconds left at that rate.
+  if (midway.status === 'processing') {
+    assert.ok(midway.linesPerSecond! > 0, JSON.stringify(midway));
+    const left = (midway.counts.total - midway.counts.processed) / midway.linesPerSecond!;
+    assert.ok(Math.abs(midway.etaSeconds! - left) <= 1, JSON.stringify(midway));
+  }
   first.kill('SIGKILL');
   await new Promise((r) => first.once('exit', r));
   const atKill = expectData(await api.getImport(created.jobId, opts), 200);
@@ -79,6 +95,8 @@ test('SIGKILL mid-import: a new consumer resumes from the committed cursor; coun
   }
   const errors = (await sql.query('SELECT line_number FROM import_errors WHERE job_id = $1 ORDER BY 1', [created.jobId])).rows.map((r) => r.line_number);
   assert.deepEqual(errors, lines.flatMap((l, i) => (l.gtin13 === '42' ? [i + 1] : [])));
+  // The results file holds every line once, resumed batches included.
+  assert.deepEqual(await resultStatuses(opts, created.jobId), lines.map((l) => (l.gtin13 === '42' ? 'failed' : 'created')));
   // Rolled-back batches took their events with them: one item.created per stored item.
   const created_ = (await sql.query(`SELECT count(*)::int AS n FROM outbox_events WHERE payload::jsonb ->> 'catalogId' = $1 AND payload::jsonb ->> 'type' = 'item.created'`, [tenant.catalogId])).rows[0].n;
   assert.equal(created_, expected.length);
@@ -129,6 +147,7 @@ test('a consumer that lost its job lock while another took the job over: each ba
   assert.equal(rows.length, lines.length);
   const stored = new Map(rows.map((r) => [r.external_id, r.price]));
   for (const line of lines) assert.equal(stored.get(line.externalId), line.price, line.externalId);
+  assert.deepEqual(await resultStatuses(opts, created.jobId), lines.map(() => 'created'));
   // A batch the first consumer wrote after the take-over committed nothing, events included.
   const events = (await sql.query(`SELECT count(*)::int AS n FROM outbox_events WHERE payload::jsonb ->> 'catalogId' = $1 AND payload::jsonb ->> 'type' = 'item.created'`, [tenant.catalogId])).rows[0].n;
   assert.equal(events, lines.length);

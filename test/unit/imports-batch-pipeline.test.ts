@@ -97,11 +97,14 @@ test('a batch is prepared with its fingerprints, read ahead or not, and cut into
   assert.deepEqual([...positionsIn(new Map([[1, 'a'], [101, 'b'], [104, 'c']]), BATCH_LINES, 5)], [[1, 'b'], [4, 'c']]);
 });
 
+/** An item found by a line's fingerprint. */
+const stored = (externalId: string) => ({ key: identityKey('erp', externalId), id: `id-${externalId}`, contentHash: 'hash' });
+
 test('lines proved stored skip the upsert path unless another line of the batch writes their item', async () => {
   const lines = [item('A'), item('B'), 'not json', item('A', { price: 2 }), item('C')].map((text, i) => fileLine(i + 1, text));
   const batch: PreparedBatch = await prepareBatch(lines, false);
   // Line 1 (A) and line 5 (C) carry fingerprints of stored items; line 4 writes A again.
-  const known = new Map([[0, identityKey('erp', 'A')], [4, identityKey('erp', 'C')]]);
+  const known = new Map([[0, stored('A')], [4, stored('C')]]);
   const chosen = linesToUpsert(batch, known);
   assert.deepEqual(chosen.valueLines.map((l) => l.lineNumber), [1, 2, 4]);
   assert.equal(chosen.unchanged, 1);
@@ -109,14 +112,14 @@ test('lines proved stored skip the upsert path unless another line of the batch 
   assert.deepEqual(chosen.items.valid.map((v) => [v.index, v.item.externalId, v.fingerprint]),
     [[0, 'A', batch.fingerprints[0]], [1, 'B', batch.fingerprints[1]], [2, 'A', batch.fingerprints[3]]]);
   assert.equal(writesInOneStatement(chosen.items), false, 'A twice: two rounds');
-  assert.equal(writesInOneStatement(linesToUpsert(batch, new Map([[0, identityKey('erp', 'X')]])).items), true, 'line 1 skipped: A once');
+  assert.equal(writesInOneStatement(linesToUpsert(batch, new Map([[0, stored('X')]])).items), true, 'line 1 skipped: A once');
   assert.equal(writesInOneStatement({ entries: [], valid: chosen.items.valid.slice(0, 2) }), true);
 });
 
 test('a batch outcome counts each line once: created, updated, unchanged, failed with its line error', async () => {
   const lines = [item('A'), item('B'), item('C'), '[1]', item('D')].map((text, i) => fileLine(i + 1, text));
   const batch = await prepareBatch(lines, true);
-  const chosen = linesToUpsert(batch, new Map([[4, identityKey('erp', 'D')]]));
+  const chosen = linesToUpsert(batch, new Map([[4, stored('D')]]));
   const [a, b, c] = chosen.items.valid.map((v) => v.item);
   const outcome = outcomeOf(batch, chosen, [
     { index: 0, status: 'created', serviceId: 'x', item: a! },

@@ -16,6 +16,7 @@ import { ItemForeignKeys } from './0014-item-foreign-keys.ts';
 import { ParkedRecords } from './0015-parked-records.ts';
 import { TraceContext } from './0016-trace-context.ts';
 import { OutboxLanes } from './0017-outbox-lanes.ts';
+import { ImportResults } from './0018-import-results.ts';
 
 export const migrations: MigrationObject[] = [
   { name: '0001-initial-schema', class: InitialSchema },
@@ -34,4 +35,5 @@ export const migrations: MigrationObject[] = [
   { name: '0015-parked-records', class: ParkedRecords },
   { name: '0016-trace-context', class: TraceContext },
   { name: '0017-outbox-lanes', class: OutboxLanes },
+  { name: '0018-import-results', class: ImportResults },
 ];
