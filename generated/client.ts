@@ -275,6 +275,46 @@ export type StockMovementList = {
     movements: StockMovement[];
     nextCursor: string | null;
 };
+export type ItemVersionSource = {
+    kind: "api" | "import";
+    apiKeyId?: string;
+    requestId?: string;
+    idempotencyKey?: string;
+    restoredFromVersion?: number;
+    importJobId?: string;
+    lineNumber?: number;
+} | null;
+export type ItemVersion = {
+    /** Counts the item's versions from 1; a re-created item goes on from the last one. */
+    version: number;
+    /** `stock` is a stock movement: it changes `onHand` alone. */
+    kind: "created" | "updated" | "deleted" | "stock";
+    /** When the write happened; the event it emitted carries the same time. */
+    createdAt: string;
+    /** The item's `contentHash` after this version (before it, for a delete). */
+    contentHash: string | null;
+    /** The fields this version changed, each with its value before and after (`changedFields`
+    of `item.updated`, or `onHand` for a stock movement); empty for a create and a delete.
+    `media`'s previous value lists its entries as sent (`url`, `role`, `sortOrder`,
+    `sourceUrlHash`), without their ingestion state.
+     */
+    changes: {
+        field: string;
+        /** The value before this version. */
+        previous: any;
+        /** The value this version set. */
+        value: any;
+    }[];
+    /** The item as `GET /items/{externalSystem}/{externalId}` answered after this version; for a delete, as it was deleted. */
+    item: Item | null;
+    source: ItemVersionSource;
+    /** The event this version emitted (`item.*` or `stock.adjusted`). */
+    eventId: string | null;
+};
+export type ItemVersionList = {
+    versions: ItemVersion[];
+    nextCursor: string | null;
+};
 export type CreateImportRequest = {
     /** Exact size in bytes of the file to upload; at most 100 MB (104857600). */
     fileSizeBytes: number;
@@ -939,6 +979,89 @@ export function listStockMovements(externalSystem: ExternalSystem, externalId: E
         cursor
     }))}`, {
         ...opts
+    });
+}
+/**
+ * List an item's versions (who changed what, when, from what)
+ */
+export function listItemVersions(externalSystem: ExternalSystem, externalId: ExternalId, { limit, cursor }: {
+    limit?: number;
+    cursor?: string;
+} = {}, opts?: Oazapfts.RequestOpts) {
+    return oazapfts.fetchJson<{
+        status: 200;
+        data: {
+            success: SuccessFlag;
+            data: ItemVersionList;
+        };
+    } | {
+        status: 400;
+        data: ErrorResponse;
+    } | {
+        status: 401;
+        data: ErrorResponse;
+    } | {
+        status: 403;
+        data: ErrorResponse;
+    } | {
+        status: 404;
+        data: ErrorResponse;
+    } | {
+        status: 429;
+        data: ErrorResponse;
+    } | {
+        status: 500;
+        data: ErrorResponse;
+    } | {
+        status: 503;
+        data: ErrorResponse;
+    }>(`/items/${encodeURIComponent(externalSystem)}/${encodeURIComponent(externalId)}/versions${QS.query(QS.explode({
+        limit,
+        cursor
+    }))}`, {
+        ...opts
+    });
+}
+/**
+ * Restore an item to one of its versions
+ */
+export function restoreItemVersion(externalSystem: ExternalSystem, externalId: ExternalId, version: number, opts?: Oazapfts.RequestOpts) {
+    return oazapfts.fetchJson<{
+        status: 200;
+        data: UpsertItemResponse;
+    } | {
+        status: 201;
+        data: UpsertItemResponse;
+    } | {
+        status: 400;
+        data: ErrorResponse;
+    } | {
+        status: 401;
+        data: ErrorResponse;
+    } | {
+        status: 403;
+        data: ErrorResponse;
+    } | {
+        status: 404;
+        data: ErrorResponse;
+    } | {
+        status: 409;
+        data: ErrorResponse;
+    } | {
+        status: 422;
+        data: ErrorResponse;
+    } | {
+        status: 429;
+        data: ErrorResponse;
+    } | {
+        status: 500;
+        data: ErrorResponse;
+    } | {
+        status: 503;
+        data: ErrorResponse;
+    }>(`/items/${encodeURIComponent(externalSystem)}/${encodeURIComponent(externalId)}/versions/${encodeURIComponent(version)}/restore`, {
+        ...opts,
+        method: "POST"
     });
 }
 /**

@@ -5,12 +5,14 @@ import { normalizeItem } from './payload.ts';
 import type { NormalizedItem } from './normalized-item.ts';
 import { addNormalized, upsertPrepared } from './upsert.ts';
 import type { PreparedItems, UpsertEntry } from './upsert.ts';
+import type { VersionSource } from './version-source.ts';
 
 interface SingleUpsert {
   /** The request's entity manager, made on first use: a group uses only its first member's. */
   readonly db: () => Db;
   readonly item: NormalizedItem;
   readonly mediaRefreshAgeHours: number;
+  readonly source: VersionSource;
 }
 
 /**
@@ -22,7 +24,9 @@ interface SingleUpsert {
 const submit = groupCommit<SingleUpsert, UpsertEntry>(async (catalogId, group) => {
   const valid = group.map(({ item }, index) => ({ index, item }));
   const [{ db, mediaRefreshAgeHours }] = group as [SingleUpsert];
-  return upsertPrepared(db(), catalogId, { entries: new Array(group.length), valid }, { mediaRefreshAgeHours, returnStored: true });
+  return upsertPrepared(db(), catalogId, { entries: new Array(group.length), valid }, {
+    mediaRefreshAgeHours, returnStored: true, sourceOf: (index) => group[index]!.source,
+  });
 }, { maxGroup: 200, retryAlone: true });
 
 /**
@@ -31,10 +35,10 @@ const submit = groupCommit<SingleUpsert, UpsertEntry>(async (catalogId, group) =
  * database are written together, one lookup and one write for all of them instead of two
  * statements each, with the same outcomes as one after the other in arrival order.
  */
-export function upsertOne(db: () => Db, catalogId: string, input: unknown, options: { mediaRefreshAgeHours: number }): Promise<UpsertEntry> {
+export function upsertOne(db: () => Db, catalogId: string, input: unknown, options: { mediaRefreshAgeHours: number; source: VersionSource }): Promise<UpsertEntry> {
   const prepared: PreparedItems = { entries: [], valid: [] };
   addNormalized(prepared, normalizeItem(input, ''), 0);
   const [invalid] = prepared.entries;
   if (invalid) return Promise.resolve(invalid);
-  return submit(catalogId, { db, item: prepared.valid[0]!.item, mediaRefreshAgeHours: options.mediaRefreshAgeHours });
+  return submit(catalogId, { db, item: prepared.valid[0]!.item, mediaRefreshAgeHours: options.mediaRefreshAgeHours, source: options.source });
 }

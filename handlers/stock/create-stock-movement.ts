@@ -2,9 +2,11 @@
 import { recordMovement } from '../../domain/stock/movements.ts';
 import type { MovementInput } from '../../domain/stock/movements.ts';
 import { normalizeText } from '../../domain/items/payload.ts';
+import { requestSource } from '../../domain/items/version-source.ts';
 import type { Handler } from '../../platform/http/types.ts';
 
-export const createStockMovement: Handler = async ({ em, auth, params, body }) => ({
+export const createStockMovement: Handler = async ({ em, auth, params, body, requestId, headers }) => ({
   status: 201,
-  data: await recordMovement(em, auth.catalogId, normalizeText(params.externalSystem!), normalizeText(params.externalId!), body as MovementInput),
+  data: await recordMovement(em, auth.catalogId, normalizeText(params.externalSystem!), normalizeText(params.externalId!), body as MovementInput,
+    requestSource(auth.keyId, requestId, headers)),
 });

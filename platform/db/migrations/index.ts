@@ -14,6 +14,7 @@ import { MediaRenditions } from './0012-media-renditions.ts';
 import { DeliveryIds } from './0013-delivery-ids.ts';
 import { ItemForeignKeys } from './0014-item-foreign-keys.ts';
 import { ParkedRecords } from './0015-parked-records.ts';
+import { ItemVersions } from './0016-item-versions.ts';
 
 export const migrations: MigrationObject[] = [
   { name: '0001-initial-schema', class: InitialSchema },
@@ -30,4 +31,5 @@ export const migrations: MigrationObject[] = [
   { name: '0013-delivery-ids', class: DeliveryIds },
   { name: '0014-item-foreign-keys', class: ItemForeignKeys },
   { name: '0015-parked-records', class: ParkedRecords },
+  { name: '0016-item-versions', class: ItemVersions },
 ];
