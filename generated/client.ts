@@ -476,6 +476,15 @@ export type EventPublishing = {
 };
 export type WebhookUrl = string;
 export type EventSubscription = "*" | "item.created" | "item.updated" | "item.deleted" | "variant.created" | "variant.updated" | "variant.deleted" | "stock.adjusted" | "media.ingested" | "media.ingestion_failed" | "import.completed" | "import.failed" | "webhook.test";
+export type WebhookFilter = {
+    all?: WebhookFilter[];
+    "any"?: WebhookFilter[];
+    not?: WebhookFilter;
+    field?: string;
+    equals?: string | number | boolean | null;
+    "in"?: (string | number | boolean | null)[];
+    exists?: boolean;
+};
 export type CreateWebhookRequest = {
     url: WebhookUrl;
     /** Event types to receive, or `['*']` for all. */
@@ -483,6 +492,8 @@ export type CreateWebhookRequest = {
     description?: string | null;
     /** Who is e-mailed when the webhook is disabled (default the catalog owner). */
     ownerEmail?: string;
+    /** Only the events this filter accepts create deliveries; `null` or absent, every event of the subscribed types. */
+    filter?: WebhookFilter | null;
 };
 export type WebhookStatus = "active" | "disabled";
 export type Webhook = {
@@ -492,6 +503,8 @@ export type Webhook = {
     description: string | null;
     /** Who is e-mailed when the webhook is disabled (`null` = the catalog owner). */
     ownerEmail?: string | null;
+    /** The webhook's filter, as given; `null` when it has none. */
+    filter?: WebhookFilter | null;
     status: WebhookStatus;
     /** Consecutive exhausted deliveries; reset by a success or by `resumeWebhook`. */
     consecutiveFailures: number;
@@ -515,6 +528,8 @@ export type UpdateWebhookRequest = {
     url?: WebhookUrl;
     events?: EventSubscription[];
     description?: string | null;
+    /** A new filter; `null` removes it. */
+    filter?: WebhookFilter | null;
 };
 export type RotatedSecret = {
     /** The new secret; shown only here. */

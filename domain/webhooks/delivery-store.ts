@@ -57,7 +57,7 @@ export interface NewDeliveries {
 
 /**
  * One delivery per active webhook of the event's own catalog that subscribes to its type (or
- * `*`) and existed when the event happened; a re-read event creates nothing twice (the
+ * `*`), whose filter (if any) accepts it and which existed when the event happened; a re-read event creates nothing twice (the
  * (webhook, event) pair is unique). Returns the rows created, the leased ones with their target.
  */
 export async function insertDeliveries(db: Db, batch: NewDeliveries): Promise<{ created: number; leased: ClaimedDelivery[] }> {
@@ -70,7 +70,8 @@ export async function insertDeliveries(db: Db, batch: NewDeliveries): Promise<{ 
        SELECT w.id AS webhook_id, w.catalog_id, e.event_id, e.event_type, e.ord,
               row_number() OVER (ORDER BY e.ord, w.id) <= $6::int AS leased
          FROM e JOIN webhooks w ON w.catalog_id = e.catalog_id AND w.status = 'active' AND w.created_at <= e.created_at
-                 AND (w.events @> ARRAY['*'] OR w.events @> ARRAY[e.event_type])),
+                 AND (w.events @> ARRAY['*'] OR w.events @> ARRAY[e.event_type])
+                 AND (w.filter_path IS NULL OR coalesce(($5::text[])[e.ord::int]::jsonb @@ w.filter_path, false))),
      created AS (
        INSERT INTO webhook_deliveries (id, webhook_id, catalog_id, event_id, event_type, payload, status, attempt_count, lease_token, next_attempt_at)
        SELECT catalog_uuid_v7(), m.webhook_id, m.catalog_id, m.event_id, m.event_type, ($5::text[])[m.ord::int], 'pending',

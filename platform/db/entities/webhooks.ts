@@ -12,6 +12,9 @@ export const Webhook = defineEntity({
     events: p.array(),
     description: p.text().nullable(),
     ownerEmail: p.text().nullable(),
+    filter: p.json<object>().nullable(),
+    // The filter compiled (jsonpath text); the fan-out alone reads it, in SQL.
+    filterPath: p.text().columnType('jsonpath').nullable(),
     status: p.enum(['active', 'disabled'] as const),
     secret: p.text(),
     previousSecret: p.text().nullable(),

@@ -15,6 +15,7 @@ import { DeliveryIds } from './0013-delivery-ids.ts';
 import { ItemForeignKeys } from './0014-item-foreign-keys.ts';
 import { ParkedRecords } from './0015-parked-records.ts';
 import { ItemVersions } from './0016-item-versions.ts';
+import { WebhookFilters } from './0017-webhook-filters.ts';
 
 export const migrations: MigrationObject[] = [
   { name: '0001-initial-schema', class: InitialSchema },
@@ -32,4 +33,5 @@ export const migrations: MigrationObject[] = [
   { name: '0014-item-foreign-keys', class: ItemForeignKeys },
   { name: '0015-parked-records', class: ParkedRecords },
   { name: '0016-item-versions', class: ItemVersions },
+  { name: '0017-webhook-filters', class: WebhookFilters },
 ];
