@@ -494,6 +494,11 @@ export type CreateWebhookRequest = {
     ownerEmail?: string;
     /** Only the events this filter accepts create deliveries; `null` or absent, every event of the subscribed types. */
     filter?: WebhookFilter | null;
+    /** Deliver the events of each resource (an item, a media asset, an import job) in the
+    order they happened: the next waits until the previous one is delivered or exhausted.
+    Different resources go in parallel. Applies to the events after it is set.
+     */
+    ordered?: boolean;
 };
 export type WebhookStatus = "active" | "disabled";
 export type Webhook = {
@@ -505,6 +510,8 @@ export type Webhook = {
     ownerEmail?: string | null;
     /** The webhook's filter, as given; `null` when it has none. */
     filter?: WebhookFilter | null;
+    /** Whether each resource's events are delivered in the order they happened (see `createWebhook`). */
+    ordered?: boolean;
     status: WebhookStatus;
     /** Consecutive exhausted deliveries; reset by a success or by `resumeWebhook`. */
     consecutiveFailures: number;
@@ -530,6 +537,11 @@ export type UpdateWebhookRequest = {
     description?: string | null;
     /** A new filter; `null` removes it. */
     filter?: WebhookFilter | null;
+    /** Deliver the events of each resource (an item, a media asset, an import job) in the
+    order they happened: the next waits until the previous one is delivered or exhausted.
+    Different resources go in parallel. Applies to the events after it is set.
+     */
+    ordered?: boolean;
 };
 export type RotatedSecret = {
     /** The new secret; shown only here. */

@@ -11,6 +11,9 @@ export interface FanOutEvent {
   readonly createdAt: string;
   /** The exact bytes published, sent unchanged to every subscriber. */
   readonly payload: string;
+  /** The record's Kafka key (its resource) and offset: an ordered webhook's order per resource. */
+  readonly key?: string | undefined;
+  readonly offset?: string | undefined;
 }
 
 /**

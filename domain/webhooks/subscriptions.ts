@@ -18,9 +18,10 @@ export interface WebhookInput {
   readonly description?: string | null;
   readonly ownerEmail?: string;
   readonly filter?: WebhookFilter | null;
+  readonly ordered?: boolean;
 }
 
-export type WebhookPatch = Partial<Pick<WebhookInput, 'url' | 'events' | 'description' | 'filter'>>;
+export type WebhookPatch = Partial<Pick<WebhookInput, 'url' | 'events' | 'description' | 'filter' | 'ordered'>>;
 
 /** The wire shape; the secrets never leave through it. */
 export function webhookView(webhook: Webhook): WebhookView {
@@ -31,6 +32,7 @@ export function webhookView(webhook: Webhook): WebhookView {
     description: webhook.description ?? null,
     ownerEmail: webhook.ownerEmail ?? null,
     filter: (webhook.filter as WebhookFilter | null) ?? null,
+    ordered: webhook.ordered,
     status: webhook.status,
     consecutiveFailures: webhook.consecutiveFailures,
     disabledAt: webhook.disabledAt?.toISOString() ?? null,
@@ -68,6 +70,7 @@ export async function createWebhook(db: Db, rules: TargetRules, catalogId: strin
     ownerEmail: input.ownerEmail ?? null,
     filter: input.filter ?? null,
     filterPath,
+    ordered: input.ordered ?? false,
     status: 'active',
     secret: newSecret(),
     previousSecret: null,
@@ -105,6 +108,7 @@ export async function updateWebhook(db: Db, rules: TargetRules, catalogId: strin
   }
   if (patch.url !== undefined) webhook.url = await checkTargetUrl(patch.url, rules);
   if (patch.description !== undefined) webhook.description = patch.description;
+  if (patch.ordered !== undefined) webhook.ordered = patch.ordered;
   webhook.updatedAt = new Date();
   await db.flush();
   return webhookView(webhook);

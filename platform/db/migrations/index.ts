@@ -16,6 +16,7 @@ import { ItemForeignKeys } from './0014-item-foreign-keys.ts';
 import { ParkedRecords } from './0015-parked-records.ts';
 import { ItemVersions } from './0016-item-versions.ts';
 import { WebhookFilters } from './0017-webhook-filters.ts';
+import { OrderedWebhooks } from './0018-ordered-webhooks.ts';
 
 export const migrations: MigrationObject[] = [
   { name: '0001-initial-schema', class: InitialSchema },
@@ -34,4 +35,5 @@ export const migrations: MigrationObject[] = [
   { name: '0015-parked-records', class: ParkedRecords },
   { name: '0016-item-versions', class: ItemVersions },
   { name: '0017-webhook-filters', class: WebhookFilters },
+  { name: '0018-ordered-webhooks', class: OrderedWebhooks },
 ];
