@@ -96,6 +96,7 @@ test('an invalid filter is a 400 naming the problem and where it is', async () =
   assert.match((await refused({ field: 'type' })).message, /needs one of "equals", "in", "exists"/);
   const deep = { not: { not: { not: { not: { not: { field: 'type', equals: 'x' } } } } } };
   assert.match((await refused(deep)).message, /nests deeper than 5 levels/);
+  await refused({ field: 'data.name', in: ['ok', 'nul \u0000', 'lone \ud800'] });
   const unknownKey = await refused({ fields: 'type' });
   assert.ok(unknownKey.details?.some((d) => d.path.startsWith('filter')), JSON.stringify(unknownKey));
   const hook = await subscribe('/patched');
