@@ -189,7 +189,8 @@ function writeStatement(catalogId: string, input: WriteInput, stored: boolean, r
  *    itemRecordOf, so it must stay the last part of `data`), deciding the type
  *    from what the database did, not from the earlier lookup, and item.updated's
  *    previousContentHash and changedFields from the row the update replaced (the DO UPDATE
- *    records them on the row), so a concurrent writer cannot make an event lie; and wakes the relay.
+ *    records them on the row), so a concurrent writer cannot make an event lie; and wakes the relay;
+ * 4. records each written row's version (item_versions: its changes, the item, its source).
  * The event text is assembled here in the same key order and escaping as domainEvent's
  * JSON.stringify (to_json escapes like JSON.stringify for these strings).
  * With `stored`, each row returned is the written item's StoredRow, with the names as stored (a
