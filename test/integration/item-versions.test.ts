@@ -2,10 +2,10 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import * as api from '../../generated/client.ts';
-import { purgeVersions } from '../../domain/items/versions.ts';
 import { clientOptions, expectData, expectStatus } from '../helpers/client.ts';
 import { sqlClient } from '../helpers/database.ts';
 import { item, jsonl, runImport, startImportService } from '../helpers/imports.ts';
+import { startTestService } from '../helpers/service.ts';
 import type { Tenant, TestService } from '../helpers/service.ts';
 
 const FILE = import.meta.filename;
@@ -109,7 +109,14 @@ test('a version older than the retention period is refused for restore, and the 
   const refused = expectStatus(await api.restoreItemVersion('erp', 'V-OLD', 1, opts()), 422);
   assert.equal(refused.error.code, 'unprocessable');
   assert.match(refused.error.message, /older than the 90-day retention period.*the oldest version that can is 2/);
-  assert.ok(await purgeVersions(service.orm.em.fork(), new Date(Date.now() - 90 * 24 * 3600_000), () => true) >= 1);
+  // A consumers process purges on start, as it purges the sent outbox rows, then every 10 minutes.
+  const consumers = await startTestService(FILE, { DATABASE_URL: service.databaseUrl, ROLE: 'consumers' });
+  try {
+    const deadline = Date.now() + 60_000;
+    while ((await versionsOf('V-OLD')).versions.length > 1 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+  } finally {
+    await consumers.close();
+  }
   assert.deepEqual((await versionsOf('V-OLD')).versions.map((v) => v.version), [2]);
   assert.match(expectStatus(await api.restoreItemVersion('erp', 'V-OLD', 1, opts()), 422).error.message, /retention/);
 });
