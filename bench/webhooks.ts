@@ -33,8 +33,17 @@ const { values: args } = parseArgs({
     rate: { type: 'string' },
     batch: { type: 'string', default: '20' },
     timeline: { type: 'boolean', default: false },
+    // Webhooks delivering in order per resource; with a filter that accepts every event; events spread over N resources (0: one each).
+    ordered: { type: 'boolean', default: false },
+    filter: { type: 'boolean', default: false },
+    resources: { type: 'string', default: '0' },
+    modes: { type: 'boolean', default: false },
   },
 });
+// --modes: unordered, filtered and ordered runs side by side (bench/webhooks-modes.ts).
+if (args.modes) process.exit(await (await import('./webhooks-modes.ts')).compareModes());
+const RESOURCES = Number(args.resources);
+let eventCount = 0;
 const EVENTS = Number(args.events);
 const WEBHOOKS = Number(args.webhooks);
 // Without --rate, the highest rate kept up with is searched for, from START_RATE events/s.
@@ -104,7 +113,8 @@ const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 const em = orm.em.fork();
 const catalog = await createCatalog(em, { name: 'bench', ownerEmail: 'bench@merchant.example' });
 for (let i = 0; i < WEBHOOKS; i++) {
-  const hook = await createWebhook(em, { allowHttp: true, allowPrivate: true }, catalog.id, { url: `${base}/hook-${i}`, events: ['*'] });
+  const hook = await createWebhook(em, { allowHttp: true, allowPrivate: true }, catalog.id, { url: `${base}/hook-${i}`, events: ['*'], ordered: args.ordered,
+    ...(args.filter ? { filter: { all: [{ field: 'type', equals: 'item.updated' }, { field: 'data.contentHash', exists: true }, { not: { field: 'data.sku', in: ['x', 'y'] } }] } } : {}) });
   secrets.set(`/hook-${i}`, hook.secret);
 }
 
@@ -126,7 +136,7 @@ await new Promise<void>((ready, fail) => {
 
 async function commitEvents(count: number, label: string): Promise<void> {
   const events = Array.from({ length: count }, (_, i) => domainEvent({
-    type: 'item.updated', catalogId: catalog.id, resourceId: `${label}-${i}`,
+    type: 'item.updated', catalogId: catalog.id, resourceId: RESOURCES > 0 ? `r${eventCount++ % RESOURCES}` : `${label}-${i}`,
     data: { externalId: `${label}-${i}`, externalSystem: 'bench', serviceId: crypto.randomUUID(), sku: `SKU-${label}-${i}`, contentHash: 'f'.repeat(64) },
   }));
   await orm.em.fork().transactional(async (tx) => {

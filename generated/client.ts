@@ -275,6 +275,46 @@ export type StockMovementList = {
     movements: StockMovement[];
     nextCursor: string | null;
 };
+export type ItemVersionSource = {
+    kind: "api" | "import";
+    apiKeyId?: string;
+    requestId?: string;
+    idempotencyKey?: string;
+    restoredFromVersion?: number;
+    importJobId?: string;
+    lineNumber?: number;
+} | null;
+export type ItemVersion = {
+    /** Counts the item's versions from 1; a re-created item goes on from the last one. */
+    version: number;
+    /** `stock` is a stock movement: it changes `onHand` alone. */
+    kind: "created" | "updated" | "deleted" | "stock";
+    /** When the write happened; the event it emitted carries the same time. */
+    createdAt: string;
+    /** The item's `contentHash` after this version (before it, for a delete). */
+    contentHash: string | null;
+    /** The fields this version changed, each with its value before and after (`changedFields`
+    of `item.updated`, or `onHand` for a stock movement); empty for a create and a delete.
+    `media`'s previous value lists its entries as sent (`url`, `role`, `sortOrder`,
+    `sourceUrlHash`), without their ingestion state.
+     */
+    changes: {
+        field: string;
+        /** The value before this version. */
+        previous: any;
+        /** The value this version set. */
+        value: any;
+    }[];
+    /** The item as `GET /items/{externalSystem}/{externalId}` answered after this version; for a delete, as it was deleted. */
+    item: Item | null;
+    source: ItemVersionSource;
+    /** The event this version emitted (`item.*` or `stock.adjusted`). */
+    eventId: string | null;
+};
+export type ItemVersionList = {
+    versions: ItemVersion[];
+    nextCursor: string | null;
+};
 export type ImportSource = {
     /** An `https` address (`http` too where the deployment allows private addresses, in
     development). Fetched behind the outbound network guard: an address that is or
@@ -487,6 +527,15 @@ export type EventPublishing = {
 };
 export type WebhookUrl = string;
 export type EventSubscription = "*" | "item.created" | "item.updated" | "item.deleted" | "variant.created" | "variant.updated" | "variant.deleted" | "stock.adjusted" | "media.ingested" | "media.ingestion_failed" | "import.completed" | "import.failed" | "webhook.test";
+export type WebhookFilter = {
+    all?: WebhookFilter[];
+    "any"?: WebhookFilter[];
+    not?: WebhookFilter;
+    field?: string;
+    equals?: string | number | boolean | null;
+    "in"?: (string | number | boolean | null)[];
+    exists?: boolean;
+};
 export type CreateWebhookRequest = {
     url: WebhookUrl;
     /** Event types to receive, or `['*']` for all. */
@@ -494,6 +543,13 @@ export type CreateWebhookRequest = {
     description?: string | null;
     /** Who is e-mailed when the webhook is disabled (default the catalog owner). */
     ownerEmail?: string;
+    /** Only the events this filter accepts create deliveries; `null` or absent, every event of the subscribed types. */
+    filter?: WebhookFilter | null;
+    /** Deliver the events of each resource (an item, a media asset, an import job) in the
+    order they happened: the next waits until the previous one is delivered or exhausted.
+    Different resources go in parallel. Applies to the events after it is set.
+     */
+    ordered?: boolean;
 };
 export type WebhookStatus = "active" | "disabled";
 export type Webhook = {
@@ -503,6 +559,10 @@ export type Webhook = {
     description: string | null;
     /** Who is e-mailed when the webhook is disabled (`null` = the catalog owner). */
     ownerEmail?: string | null;
+    /** The webhook's filter, as given; `null` when it has none. */
+    filter?: WebhookFilter | null;
+    /** Whether each resource's events are delivered in the order they happened (see `createWebhook`). */
+    ordered?: boolean;
     status: WebhookStatus;
     /** Consecutive exhausted deliveries; reset by a success or by `resumeWebhook`. */
     consecutiveFailures: number;
@@ -526,6 +586,13 @@ export type UpdateWebhookRequest = {
     url?: WebhookUrl;
     events?: EventSubscription[];
     description?: string | null;
+    /** A new filter; `null` removes it. */
+    filter?: WebhookFilter | null;
+    /** Deliver the events of each resource (an item, a media asset, an import job) in the
+    order they happened: the next waits until the previous one is delivered or exhausted.
+    Different resources go in parallel. Applies to the events after it is set.
+     */
+    ordered?: boolean;
 };
 export type RotatedSecret = {
     /** The new secret; shown only here. */
@@ -990,6 +1057,89 @@ export function listStockMovements(externalSystem: ExternalSystem, externalId: E
         cursor
     }))}`, {
         ...opts
+    });
+}
+/**
+ * List an item's versions (who changed what, when, from what)
+ */
+export function listItemVersions(externalSystem: ExternalSystem, externalId: ExternalId, { limit, cursor }: {
+    limit?: number;
+    cursor?: string;
+} = {}, opts?: Oazapfts.RequestOpts) {
+    return oazapfts.fetchJson<{
+        status: 200;
+        data: {
+            success: SuccessFlag;
+            data: ItemVersionList;
+        };
+    } | {
+        status: 400;
+        data: ErrorResponse;
+    } | {
+        status: 401;
+        data: ErrorResponse;
+    } | {
+        status: 403;
+        data: ErrorResponse;
+    } | {
+        status: 404;
+        data: ErrorResponse;
+    } | {
+        status: 429;
+        data: ErrorResponse;
+    } | {
+        status: 500;
+        data: ErrorResponse;
+    } | {
+        status: 503;
+        data: ErrorResponse;
+    }>(`/items/${encodeURIComponent(externalSystem)}/${encodeURIComponent(externalId)}/versions${QS.query(QS.explode({
+        limit,
+        cursor
+    }))}`, {
+        ...opts
+    });
+}
+/**
+ * Restore an item to one of its versions
+ */
+export function restoreItemVersion(externalSystem: ExternalSystem, externalId: ExternalId, version: number, opts?: Oazapfts.RequestOpts) {
+    return oazapfts.fetchJson<{
+        status: 200;
+        data: UpsertItemResponse;
+    } | {
+        status: 201;
+        data: UpsertItemResponse;
+    } | {
+        status: 400;
+        data: ErrorResponse;
+    } | {
+        status: 401;
+        data: ErrorResponse;
+    } | {
+        status: 403;
+        data: ErrorResponse;
+    } | {
+        status: 404;
+        data: ErrorResponse;
+    } | {
+        status: 409;
+        data: ErrorResponse;
+    } | {
+        status: 422;
+        data: ErrorResponse;
+    } | {
+        status: 429;
+        data: ErrorResponse;
+    } | {
+        status: 500;
+        data: ErrorResponse;
+    } | {
+        status: 503;
+        data: ErrorResponse;
+    }>(`/items/${encodeURIComponent(externalSystem)}/${encodeURIComponent(externalId)}/versions/${encodeURIComponent(version)}/restore`, {
+        ...opts,
+        method: "POST"
     });
 }
 /**

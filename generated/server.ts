@@ -251,6 +251,87 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/items/{externalSystem}/{externalId}/versions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The item's origin system label (part of its identity).
+                 * @example erp
+                 */
+                externalSystem: components["parameters"]["ExternalSystem"];
+                /**
+                 * @description The caller's identifier of the item, percent-encoded in the path (`/` as `%2F`).
+                 * @example SKU-0001
+                 */
+                externalId: components["parameters"]["ExternalId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List an item's versions (who changed what, when, from what)
+         * @description Lists the versions of the item, newest first: one for every write a caller made to it
+         *     (create, update, delete, stock movement; an `unchanged` upsert makes none, nor do the
+         *     service's own media state changes). Each names the fields it changed with their previous
+         *     and new values, the item as that version left it (as it was, for a delete), and its
+         *     `source`: the API key and request (and `Idempotency-Key`) or the import job and line.
+         *     Versions outlive the item: a deleted item's list is still answered. Versions are kept
+         *     for `ITEM_VERSION_RETENTION_DAYS` (90 by default). 404 when the identity has no version.
+         *     Requires scope `catalog:read`.
+         */
+        get: operations["listItemVersions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/items/{externalSystem}/{externalId}/versions/{version}/restore": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The item's origin system label (part of its identity).
+                 * @example erp
+                 */
+                externalSystem: components["parameters"]["ExternalSystem"];
+                /**
+                 * @description The caller's identifier of the item, percent-encoded in the path (`/` as `%2F`).
+                 * @example SKU-0001
+                 */
+                externalId: components["parameters"]["ExternalId"];
+                /**
+                 * @description The version to restore, as `listItemVersions` numbers it.
+                 * @example 3
+                 */
+                version: number;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Restore an item to one of its versions
+         * @description Upserts the item as the version left it (for a `deleted` version: as it was deleted, so
+         *     the item comes back), with the same outcomes, events and answer as `upsertItem`: the
+         *     write records a new version whose `source` names the restored one
+         *     (`restoredFromVersion`); restoring the current state is `unchanged` and records none.
+         *     `onHand` is not part of an upsert and is left as it is. A version older than the
+         *     retention period (`ITEM_VERSION_RETENTION_DAYS`) is a 422 `unprocessable` naming the
+         *     oldest version that can still be restored; an unknown version is a 404. Requires scope
+         *     `catalog:write`.
+         */
+        post: operations["restoreItemVersion"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/imports": {
         parameters: {
             query?: never;
@@ -1274,8 +1355,9 @@ export interface webhooks {
         /**
          * item.updated
          * @description An item changed: its content hash differs from the stored one. Unchanged upserts emit nothing.
-         *     `data` is the item as stored after the change, with `previousContentHash` and
-         *     `changedFields`, both from the row this update replaced.
+         *     `data` is the item as stored after the change, with `previousContentHash`,
+         *     `changedFields` and `previousAttributes` (the changed fields' previous values), all from
+         *     the row this update replaced.
          *
          *     Delivered as `POST` with `Content-Type: application/json` to each active webhook
          *     subscribed to this type (or to `*`). Verify `X-Service-Signature`: HMAC-SHA256
@@ -3380,6 +3462,10 @@ export interface components {
              * @description Who is e-mailed when the webhook is disabled (`null` = the catalog owner).
              */
             ownerEmail?: string | null;
+            /** @description The webhook's filter, as given; `null` when it has none. */
+            filter?: components["schemas"]["WebhookFilter"] | null;
+            /** @description Whether each resource's events are delivered in the order they happened (see `createWebhook`). */
+            ordered?: boolean;
             status: components["schemas"]["WebhookStatus"];
             /** @description Consecutive exhausted deliveries; reset by a success or by `resumeWebhook`. */
             consecutiveFailures: number;
@@ -3467,6 +3553,47 @@ export interface components {
          */
         WebhookUrl: string;
         /**
+         * WebhookFilter
+         * @description Which events the webhook receives, beyond their type (docs/webhooks.md, "Filters"). A
+         *     condition names a `field` of the event and one test: `equals` a value, `in` a list of
+         *     values (any of them), or `exists` (`true`: the field is present, even as `null`;
+         *     `false`: absent). `field` is `type`, `resourceId`, `changedFields` (item.updated's
+         *     changed fields) or `data` and a dotted path under it (`data.brand.name`,
+         *     `data.previousAttributes.price`). A test on a list (`changedFields`, `data.tags`) holds
+         *     when one of its elements matches; a value of another type never matches. Conditions
+         *     combine with `all` (and), `any` (or) and `not`, each alone in its object; at most 5
+         *     levels and 50 conditions. An invalid filter is a 400 whose details name the problem's
+         *     path (`filter.all.1.field`). An event the filter refuses creates no delivery.
+         * @example {
+         *       "all": [
+         *         {
+         *           "field": "type",
+         *           "equals": "item.updated"
+         *         },
+         *         {
+         *           "field": "changedFields",
+         *           "in": [
+         *             "price",
+         *             "cost"
+         *           ]
+         *         },
+         *         {
+         *           "field": "data.brand.name",
+         *           "equals": "Acme"
+         *         }
+         *       ]
+         *     }
+         */
+        WebhookFilter: {
+            all?: components["schemas"]["WebhookFilter"][];
+            any?: components["schemas"]["WebhookFilter"][];
+            not?: components["schemas"]["WebhookFilter"];
+            field?: string;
+            equals?: string | number | boolean | null;
+            in?: (string | number | boolean | null)[];
+            exists?: boolean;
+        };
+        /**
          * @example {
          *       "url": "https://hooks.merchant.example/catalog",
          *       "events": [
@@ -3492,6 +3619,15 @@ export interface components {
              * @example ops@merchant.example
              */
             ownerEmail?: string;
+            /** @description Only the events this filter accepts create deliveries; `null` or absent, every event of the subscribed types. */
+            filter?: components["schemas"]["WebhookFilter"] | null;
+            /**
+             * @description Deliver the events of each resource (an item, a media asset, an import job) in the
+             *     order they happened: the next waits until the previous one is delivered or exhausted.
+             *     Different resources go in parallel. Applies to the events after it is set.
+             * @default false
+             */
+            ordered: boolean;
         };
         /**
          * @description At least one field.
@@ -3509,6 +3645,14 @@ export interface components {
             events?: components["schemas"]["EventSubscription"][];
             /** @example All catalog events */
             description?: string | null;
+            /** @description A new filter; `null` removes it. */
+            filter?: components["schemas"]["WebhookFilter"] | null;
+            /**
+             * @description Deliver the events of each resource (an item, a media asset, an import job) in the
+             *     order they happened: the next waits until the previous one is delivered or exhausted.
+             *     Different resources go in parallel. Applies to the events after it is set.
+             */
+            ordered?: boolean;
         };
         /**
          * @example {
@@ -3978,12 +4122,13 @@ export interface components {
         /**
          * ItemUpdatedData
          * @description The item as stored after the update (as `GET /items/{externalSystem}/{externalId}` answered
-         *     it right after the write), plus what the update replaced: the previous `contentHash` and
-         *     the fields it changed.
+         *     it right after the write), plus what the update replaced: the previous `contentHash`, the
+         *     fields it changed and their previous values (`previousAttributes`).
          */
         ItemUpdatedData: components["schemas"]["Item"] & {
             previousContentHash: components["schemas"]["ContentHash"];
             changedFields: components["schemas"]["ItemChangedFields"];
+            previousAttributes: components["schemas"]["ItemPreviousAttributes"];
             sku?: string | null;
             description?: string | null;
             price?: number | null;
@@ -3999,6 +4144,83 @@ export interface components {
             metadata?: {
                 [key: string]: unknown;
             } | null;
+        };
+        ItemVersionList: {
+            versions: components["schemas"]["ItemVersion"][];
+            nextCursor: string | null;
+        };
+        /**
+         * ItemVersion
+         * @description One write a caller made to an item.
+         */
+        ItemVersion: {
+            /** @description Counts the item's versions from 1; a re-created item goes on from the last one. */
+            version: number;
+            /**
+             * @description `stock` is a stock movement: it changes `onHand` alone.
+             * @enum {string}
+             */
+            kind: "created" | "updated" | "deleted" | "stock";
+            /**
+             * Format: date-time
+             * @description When the write happened; the event it emitted carries the same time.
+             */
+            createdAt: string;
+            /** @description The item's `contentHash` after this version (before it, for a delete). */
+            contentHash: string | null;
+            /**
+             * @description The fields this version changed, each with its value before and after (`changedFields`
+             *     of `item.updated`, or `onHand` for a stock movement); empty for a create and a delete.
+             *     `media`'s previous value lists its entries as sent (`url`, `role`, `sortOrder`,
+             *     `sourceUrlHash`), without their ingestion state.
+             */
+            changes: {
+                field: string;
+                /** @description The value before this version. */
+                previous: unknown;
+                /** @description The value this version set. */
+                value: unknown;
+            }[];
+            /** @description The item as `GET /items/{externalSystem}/{externalId}` answered after this version; for a delete, as it was deleted. */
+            item: components["schemas"]["Item"] | null;
+            source: components["schemas"]["ItemVersionSource"];
+            /**
+             * Format: uuid
+             * @description The event this version emitted (`item.*` or `stock.adjusted`).
+             */
+            eventId: string | null;
+        };
+        /**
+         * ItemVersionSource
+         * @description Where the write came from: an API request (`kind: api`, with the key's id, the request's
+         *     `X-Request-Id` and its `Idempotency-Key` when sent; `restoredFromVersion` for a restore)
+         *     or an import line (`kind: import`, the job and the line's number in its file).
+         */
+        ItemVersionSource: {
+            /** @enum {string} */
+            kind: "api" | "import";
+            apiKeyId?: string;
+            requestId?: string;
+            idempotencyKey?: string;
+            restoredFromVersion?: number;
+            /** Format: uuid */
+            importJobId?: string;
+            lineNumber?: number;
+        } | null;
+        /**
+         * ItemPreviousAttributes
+         * @description The values the update replaced, one property per field in `changedFields`, each as
+         *     `Item` had it (`media` as its entries were sent: `url`, `role`, `sortOrder`,
+         *     `sourceUrlHash`, without ingestion state).
+         * @example {
+         *       "price": 24.9,
+         *       "tags": [
+         *         "cotton"
+         *       ]
+         *     }
+         */
+        ItemPreviousAttributes: {
+            [key: string]: unknown;
         };
         /**
          * ItemUpdatedEvent
@@ -4040,7 +4262,11 @@ export interface components {
          *         "changedFields": [
          *           "price",
          *           "tags"
-         *         ]
+         *         ],
+         *         "previousAttributes": {
+         *           "price": 24.9,
+         *           "tags": []
+         *         }
          *       }
          *     }
          */
@@ -5590,6 +5816,127 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["Unprocessable"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listItemVersions: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Page size.
+                 * @example 50
+                 */
+                limit?: components["parameters"]["Limit"];
+                /**
+                 * @description Opaque cursor from the previous page's `nextCursor`; omit for the first page.
+                 * @example eyJ1IjoiMjAyNi0xMS0yMVQxMjowMDowMC4wMDBaIn0
+                 */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The item's origin system label (part of its identity).
+                 * @example erp
+                 */
+                externalSystem: components["parameters"]["ExternalSystem"];
+                /**
+                 * @description The caller's identifier of the item, percent-encoded in the path (`/` as `%2F`).
+                 * @example SKU-0001
+                 */
+                externalId: components["parameters"]["ExternalId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of versions, newest first. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Cache-Control": components["headers"]["Cache-Control-No-Store"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        success: components["schemas"]["SuccessFlag"];
+                        data: components["schemas"]["ItemVersionList"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    restoreItemVersion: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The item's origin system label (part of its identity).
+                 * @example erp
+                 */
+                externalSystem: components["parameters"]["ExternalSystem"];
+                /**
+                 * @description The caller's identifier of the item, percent-encoded in the path (`/` as `%2F`).
+                 * @example SKU-0001
+                 */
+                externalId: components["parameters"]["ExternalId"];
+                /**
+                 * @description The version to restore, as `listItemVersions` numbers it.
+                 * @example 3
+                 */
+                version: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The item existed; outcome `updated` or `unchanged`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Cache-Control": components["headers"]["Cache-Control-No-Store"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UpsertItemResponse"];
+                };
+            };
+            /** @description The item had been deleted; outcome `created`. */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Cache-Control": components["headers"]["Cache-Control-No-Store"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UpsertItemResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             422: components["responses"]["Unprocessable"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -8522,6 +8869,8 @@ export type PathOperationId =
     | "deleteItem"
     | "listStockMovements"
     | "createStockMovement"
+    | "listItemVersions"
+    | "restoreItemVersion"
     | "listImports"
     | "createImport"
     | "getImport"

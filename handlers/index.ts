@@ -23,6 +23,8 @@ import { exportItems } from './items/export-items.ts';
 import { getItem } from './items/get-item.ts';
 import { listItems } from './items/list-items.ts';
 import { upsertItem } from './items/upsert-item.ts';
+import { listItemVersions } from './items/list-item-versions.ts';
+import { restoreItemVersion } from './items/restore-item-version.ts';
 import { getMediaAsset } from './media/get-media-asset.ts';
 import { refreshMediaAsset } from './media/refresh-media-asset.ts';
 import { getAsyncApi } from './meta/get-async-api.ts';
@@ -52,6 +54,8 @@ export const handlers: Handlers = Object.freeze({
   exportItems,
   getItem,
   deleteItem,
+  listItemVersions,
+  restoreItemVersion,
   // stock
   createStockMovement,
   listStockMovements,

@@ -3,6 +3,7 @@ import { OUTBOX_CHANNEL, claimOutbox, deleteSentOutbox, markOutboxSent } from '.
 import type { OutboxRecord } from '../../domain/events/outbox.ts';
 import { parkRecords } from '../../domain/events/parked.ts';
 import type { Refusal } from '../../domain/events/parked.ts';
+import { purgeVersions } from '../../domain/items/versions.ts';
 import { listenToChannel } from '../../platform/db/connections.ts';
 import type { ChannelListener } from '../../platform/db/connections.ts';
 import type { Orm } from '../../platform/db/orm.ts';
@@ -39,6 +40,8 @@ export interface OutboxRelayOptions {
   readonly eventRetentionMs?: number;
   /** Sent work messages (import and media jobs) older than this are deleted. */
   readonly retentionMs?: number;
+  /** Item versions older than this are deleted, with the sent outbox rows (ITEM_VERSION_RETENTION_DAYS). */
+  readonly itemVersionRetentionMs?: number;
   readonly cleanupIntervalMs?: number;
 }
 
@@ -208,6 +211,8 @@ export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
       if (count < ROWS_PER_DELETE || !running) break;
     }
     if (deleted > 0) log.info({ deleted }, 'deleted sent outbox rows');
+    const versions = await purgeVersions(db, new Date(Date.now() - (options.itemVersionRetentionMs ?? 90 * 24 * 3600_000)), () => running);
+    if (versions > 0) log.info({ deleted: versions }, 'deleted item versions older than their retention');
   }
 
   async function run(holder: LaneHolder): Promise<void> {

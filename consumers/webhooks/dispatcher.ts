@@ -126,6 +126,8 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
           log.warn({ webhookIds: disabled }, 'webhooks disabled after consecutive exhausted deliveries');
           options.onDisabled?.(disabled);
         }
+        // A settled ordered delivery may let the next of its resource go: claim it now.
+        if (batch.some((c) => c.delivery.ordered && (c.outcome.ok || c.exhausted))) poke();
         // A retry due sooner than the next poll: wake up for it.
         const soonest = Math.min(...batch.map((c) => c.nextDelayMs ?? Infinity));
         if (Number.isFinite(soonest)) setTimeout(poke, soonest).unref();

@@ -33,7 +33,7 @@ function readEvent(message: KafkaMessage, logger: Logger): FanOutEvent | undefin
     const event = JSON.parse(payload) as Partial<Record<'id' | 'type' | 'catalogId' | 'createdAt', unknown>>;
     if (typeof event.id === 'string' && isId(event.id) && typeof event.catalogId === 'string' && isId(event.catalogId)
       && typeof event.type === 'string' && typeof event.createdAt === 'string' && !Number.isNaN(Date.parse(event.createdAt))) {
-      return { id: event.id, catalogId: event.catalogId, type: event.type, createdAt: event.createdAt, payload };
+      return { id: event.id, catalogId: event.catalogId, type: event.type, createdAt: event.createdAt, payload, key: message.key?.toString(), offset: message.offset };
     }
   } catch {
     // Logged below: a malformed record is skipped for good, retrying cannot fix it.

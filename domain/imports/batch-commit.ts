@@ -4,6 +4,7 @@ import type { Logger } from '../../platform/log/logger.ts';
 import { RecordRefused, WriteFailed, writeImportBatch, writesInOneStatement } from '../items/import-write.ts';
 import { itemsByFingerprint } from '../items/store.ts';
 import type { FingerprintedItem } from '../items/store.ts';
+import { importSource } from '../items/version-source.ts';
 import type { UpsertEntry } from '../items/upsert.ts';
 import { BATCH_LINES, linesToUpsert, outcomeOf, partOf, positionsIn } from './batch-pipeline.ts';
 import type { BatchTurn, LinesToUpsert, PreparedBatch } from './batch-pipeline.ts';
@@ -121,6 +122,7 @@ async function commitLinesOnce(job: BatchJob, part: PreparedBatch, known: Readon
     const entries = lines.valueLines.length > 0
       ? await writeImportBatch(tx, job.catalogId, lines.items, {
         mediaRefreshAgeHours: job.mediaRefreshAgeHours, dryRun: job.dryRun, isolateFailures, waitTurn: turn.beforeWrite,
+        sourceOf: lineSources(job, lines),
       }) : [];
     turn.wrote();
     const outcome = outcomeOf(part, lines, entries);
@@ -157,6 +159,7 @@ async function commitInOneStatement(job: BatchJob, part: PreparedBatch, lines: L
     if (lines.valueLines.length > 0) {
       entries = await writeImportBatch(db, job.catalogId, lines.items, {
         mediaRefreshAgeHours: job.mediaRefreshAgeHours, dryRun: false, waitTurn: turn.beforeRecordedWrite, record: riding,
+        sourceOf: lineSources(job, lines),
       });
     }
   } catch (error) {
@@ -171,3 +174,6 @@ async function commitInOneStatement(job: BatchJob, part: PreparedBatch, lines: L
   committed(job, last, counts);
   return counts.unchanged;
 }
+
+/** Each upserted line's source for its item's version: the job and the line's number in the file. */
+const lineSources = (job: BatchJob, lines: LinesToUpsert) => (index: number) => importSource(job.jobId, lines.valueLines[index]!.lineNumber);

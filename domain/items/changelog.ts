@@ -50,9 +50,9 @@ const ITEM_START = '{"serviceId":';
  * The item changelog's record (catalog.items.v1) that an item event's outbox row stands for too:
  * for item.created or item.updated the item the event carries, with the event's catalogId put
  * first (ItemRecord), cut from the event's own bytes (its `data`, without item.updated's
- * previousContentHash and changedFields), and for item.deleted a tombstone (null); undefined for
+ * previousContentHash, changedFields and previousAttributes), and for item.deleted a tombstone (null); undefined for
  * any other row. The cut relies on the layout the events are written in (store-write.ts,
- * domainEvent): `data` last in the envelope, the update's two fields last in `data`. Neither
+ * domainEvent): `data` last in the envelope, the update's own fields last in `data`. Neither
  * marker can occur earlier unescaped: in JSON text every `"` inside a string is escaped, and
  * jsonb prints `metadata`'s keys with a space after the colon.
  */

@@ -5,6 +5,7 @@ import type { WriteRider } from './store.ts';
 import { RecordRefused, WriteFailed } from './upsert-round.ts';
 import { refreshAgeMs, writeRounds } from './upsert.ts';
 import type { PreparedItems, UpsertEntry } from './upsert.ts';
+import type { VersionSource } from './version-source.ts';
 
 export { RecordRefused, WriteFailed };
 
@@ -37,6 +38,8 @@ export interface ImportBatchWrite {
    * RecordRefused is thrown; a database error throws WriteFailed, nothing written either.
    */
   readonly record?: (decided: readonly UpsertEntry[], writing: number) => WriteRider;
+  /** Where the line at `index` comes from (its job and line number), recorded with its item's version. */
+  readonly sourceOf?: (index: number) => VersionSource;
 }
 
 /**
@@ -54,6 +57,7 @@ export async function writeImportBatch(db: Db, catalogId: string, items: Prepare
     unguarded: !write.isolateFailures,
     waitTurn: write.waitTurn,
     rider: write.record,
+    sourceOf: write.sourceOf,
   });
 }
 

@@ -48,7 +48,7 @@ export async function* exportItems(db: Db, catalogId: string, filters: { updated
   for await (const row of streamItemRows(db, catalogId, filters.updatedSince || undefined)) yield `${JSON.stringify(exportLine(itemView(row)))}\n`;
 }
 
-function exportLine(item: ItemView): Record<string, unknown> {
+export function exportLine(item: ItemView): Record<string, unknown> {
   const line: Record<string, unknown> = { externalSystem: item.externalSystem, externalId: item.externalId, name: item.name };
   const optional = { sku: item.sku, description: item.description, price: item.price, cost: item.cost, weight: item.weight, gtin13: item.gtin13, ncm: item.ncm };
   for (const [field, value] of Object.entries(optional)) if (value !== null) line[field] = value;

@@ -6,6 +6,7 @@ import { normalizeItem } from './payload.ts';
 import type { NormalizedItem } from './normalized-item.ts';
 import { addNormalized, upsertPrepared } from './upsert.ts';
 import type { PreparedItems, UpsertEntry } from './upsert.ts';
+import type { VersionSource } from './version-source.ts';
 
 interface SingleUpsert {
   /** The request's entity manager, made on first use: a group uses only its first member's. */
@@ -14,6 +15,7 @@ interface SingleUpsert {
   readonly mediaRefreshAgeHours: number;
   /** The request's trace context: the group is written in no request's context. */
   readonly traceparent: string | undefined;
+  readonly source: VersionSource;
 }
 
 /**
@@ -25,7 +27,9 @@ interface SingleUpsert {
 const submit = groupCommit<SingleUpsert, UpsertEntry>(async (catalogId, group) => {
   const valid = group.map(({ item, traceparent: tp }, index) => (tp === undefined ? { index, item } : { index, item, traceparent: tp }));
   const [{ db, mediaRefreshAgeHours }] = group as [SingleUpsert];
-  return upsertPrepared(db(), catalogId, { entries: new Array(group.length), valid }, { mediaRefreshAgeHours, returnStored: true });
+  return upsertPrepared(db(), catalogId, { entries: new Array(group.length), valid }, {
+    mediaRefreshAgeHours, returnStored: true, sourceOf: (index) => group[index]!.source,
+  });
 }, { maxGroup: 200, retryAlone: true, name: 'upsert group' });
 
 /**
@@ -34,10 +38,10 @@ const submit = groupCommit<SingleUpsert, UpsertEntry>(async (catalogId, group) =
  * database are written together, one lookup and one write for all of them instead of two
  * statements each, with the same outcomes as one after the other in arrival order.
  */
-export function upsertOne(db: () => Db, catalogId: string, input: unknown, options: { mediaRefreshAgeHours: number }): Promise<UpsertEntry> {
+export function upsertOne(db: () => Db, catalogId: string, input: unknown, options: { mediaRefreshAgeHours: number; source: VersionSource }): Promise<UpsertEntry> {
   const prepared: PreparedItems = { entries: [], valid: [] };
   addNormalized(prepared, normalizeItem(input, ''), 0);
   const [invalid] = prepared.entries;
   if (invalid) return Promise.resolve(invalid);
-  return submit(catalogId, { db, item: prepared.valid[0]!.item, mediaRefreshAgeHours: options.mediaRefreshAgeHours, traceparent: traceparent() });
+  return submit(catalogId, { db, item: prepared.valid[0]!.item, mediaRefreshAgeHours: options.mediaRefreshAgeHours, traceparent: traceparent(), source: options.source });
 }

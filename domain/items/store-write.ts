@@ -9,6 +9,7 @@ import { ITEM_KEY } from './changelog.ts';
 import { nameKey } from './keys.ts';
 import type { NormalizedItem } from './normalized-item.ts';
 import { itemColumns, itemJson } from './view.ts';
+import type { VersionSource } from './version-source.ts';
 import type { ItemRow } from './view.ts';
 
 export interface WriteCandidate {
@@ -21,6 +22,10 @@ export interface WriteCandidate {
   hadMedia?: boolean;
   /** The trace context of the request that asked for it, when that is not the span current at the write. */
   traceparent?: string;
+  /** The lookup found no item with this identity: its version goes on from the last one recorded, if any. */
+  isNew?: boolean;
+  /** Where the write comes from, recorded with its version (domain/items/versions.ts). */
+  source?: VersionSource | undefined;
 }
 
 /** An item the write created or updated. */
@@ -72,6 +77,7 @@ const INPUT_COLUMNS = [
   ['name', 'text'], ['description', 'text'], ['price', 'numeric'], ['cost', 'numeric'], ['weight', 'numeric'],
   ['gtin13', 'text'], ['ncm', 'text'], ['ck', 'text'], ['cid', 'uuid'], ['bk', 'text'], ['bid', 'uuid'],
   ['tags', 'jsonb'], ['metadata', 'jsonb'], ['media', 'jsonb'], ['ts', 'boolean'], ['h', 'text'], ['f', 'text'], ['tp', 'text'],
+  ['nw', 'boolean'], ['src', 'jsonb'],
 ] as const;
 
 const INPUT_SELECT = sql.raw(INPUT_COLUMNS.map(([name, type], i) =>
@@ -85,13 +91,23 @@ const storedName = (table: string, created: string, id: string) =>
 // The written item as GET answers it, for its event and its changelog record.
 const SNAPSHOT = sql.raw(itemJson(storedName('categories', 'new_categories', 'i.category_id'), storedName('brands', 'new_brands', 'i.brand_id')));
 
-// item.updated's changedFields: the top-level fields of the item (contract: Item) whose stored
-// value the update changes, computed from the row it replaces (`i`) and the new one (`excluded`).
-const CHANGED_FIELDS = sql.raw(`array_remove(ARRAY[${([
-  ['sku', 'sku'], ['name', 'name'], ['description', 'description'], ['price', 'price'], ['cost', 'cost'],
-  ['weight', 'weight'], ['gtin13', 'gtin13'], ['ncm', 'ncm'], ['category', 'category_id'], ['brand', 'brand_id'],
-  ['tags', 'tags'], ['metadata', 'metadata'], ['trackStock', 'track_stock'], ['media', 'media'],
-] as const).map(([field, column]) => `CASE WHEN i.${column} IS DISTINCT FROM excluded.${column} THEN '${field}' END`).join(', ')}], NULL)`);
+// The top-level fields of the item (contract: Item) an upsert writes: each with its column and
+// its stored value as the item's JSON has it (media: its entries as sent, without asset state).
+const named = (table: string, column: string) => `(SELECT jsonb_build_object('id', n.id, 'name', n.name) FROM ${table} n WHERE n.id = i.${column})`;
+const FIELDS: ReadonlyArray<readonly [field: string, column: string, value: string]> = [
+  ['sku', 'sku', 'to_jsonb(i.sku)'], ['name', 'name', 'to_jsonb(i.name)'], ['description', 'description', 'to_jsonb(i.description)'],
+  ['price', 'price', 'to_jsonb(i.price::float8)'], ['cost', 'cost', 'to_jsonb(i.cost::float8)'], ['weight', 'weight', 'to_jsonb(i.weight::float8)'],
+  ['gtin13', 'gtin13', 'to_jsonb(i.gtin13)'], ['ncm', 'ncm', 'to_jsonb(i.ncm)'], ['category', 'category_id', named('categories', 'category_id')],
+  ['brand', 'brand_id', named('brands', 'brand_id')], ['tags', 'tags', 'to_jsonb(i.tags)'], ['metadata', 'metadata', 'i.metadata'],
+  ['trackStock', 'track_stock', 'to_jsonb(i.track_stock)'], ['media', 'media', 'i.media'],
+];
+const changed = (column: string) => `i.${column} IS DISTINCT FROM excluded.${column}`;
+
+// item.updated's changedFields: the fields whose stored value the update changes, computed from
+// the row it replaces (`i`) and the new one (`excluded`); and previousAttributes, their values in `i`.
+const CHANGED_FIELDS = sql.raw(`array_remove(ARRAY[${FIELDS.map(([field, column]) => `CASE WHEN ${changed(column)} THEN '${field}' END`).join(', ')}], NULL)`);
+const PREVIOUS_VALUES = sql.raw(FIELDS.map(([field, column, value]) =>
+  `CASE WHEN ${changed(column)} THEN jsonb_build_object('${field}', ${value}) ELSE '{}'::jsonb END`).join(' || '));
 
 const RETURN_STORED = sql.raw(`SELECT i.inserted, ${itemColumns(storedName('categories', 'new_categories', 'i.category_id'),
   storedName('brands', 'new_brands', 'i.brand_id'))}
@@ -124,11 +140,13 @@ function writeStatement(catalogId: string, input: WriteInput, stored: boolean, r
       SELECT ${INPUT_SELECT} FROM jsonb_array_elements(${input.rows}::jsonb) AS r
     ), written AS (
       INSERT INTO items AS i (id, catalog_id, external_system, external_id, sku, name, description, price, cost,
-        weight, gtin13, ncm, category_id, brand_id, tags, metadata, media, track_stock, content_hash, import_fingerprint)
+        weight, gtin13, ncm, category_id, brand_id, tags, metadata, media, track_stock, content_hash, import_fingerprint, version)
       SELECT x.id, ${catalog}, x.s, x.e, x.sku, x.name, x.description, x.price, x.cost, x.weight, x.gtin13, x.ncm,
         coalesce(x.cid, (SELECT n.id FROM new_categories n WHERE n.name_key = x.ck)),
         coalesce(x.bid, (SELECT n.id FROM new_brands n WHERE n.name_key = x.bk)),
-        ARRAY(SELECT jsonb_array_elements_text(x.tags)), x.metadata, x.media, x.ts, x.h, decode(x.f, 'hex')
+        ARRAY(SELECT jsonb_array_elements_text(x.tags)), x.metadata, x.media, x.ts, x.h, decode(x.f, 'hex'),
+        CASE WHEN x.nw THEN coalesce((SELECT max(v.version) FROM item_versions v
+          WHERE v.catalog_id = ${catalog} AND v.external_system = x.s AND v.external_id = x.e), 0) + 1 ELSE 1 END
       FROM input x ${gated}
       ORDER BY x.ord
       ON CONFLICT (catalog_id, external_system, external_id) DO UPDATE SET
@@ -137,19 +155,26 @@ function writeStatement(catalogId: string, input: WriteInput, stored: boolean, r
         category_id = excluded.category_id, brand_id = excluded.brand_id, tags = excluded.tags,
         metadata = excluded.metadata, media = excluded.media, track_stock = excluded.track_stock,
         content_hash = excluded.content_hash, import_fingerprint = excluded.import_fingerprint, updated_at = now(),
-        previous_content_hash = i.content_hash, changed_fields = ${CHANGED_FIELDS}
+        previous_content_hash = i.content_hash, changed_fields = ${CHANGED_FIELDS},
+        version = i.version + 1, previous_values = ${PREVIOUS_VALUES}
         WHERE i.content_hash <> excluded.content_hash
       RETURNING i.*, (i.xmax = 0) AS inserted
     ), snapshots AS (
-      SELECT i.inserted, x.ord, x.ev, x.at, x.tp, i.external_id, i.previous_content_hash, i.changed_fields,
-        ${SNAPSHOT} AS item, ${ITEM_KEY} AS key
+      SELECT i.inserted, x.ord, x.ev, x.at, x.tp, i.id, i.external_system, i.external_id, i.previous_content_hash, i.changed_fields,
+        i.previous_values, i.version, i.content_hash, x.src, ${SNAPSHOT} AS item, ${ITEM_KEY} AS key
       FROM written i JOIN input x ON x.s = i.external_system AND x.e = i.external_id
+    ), versions AS (
+      INSERT INTO item_versions (catalog_id, external_system, external_id, version, item_id, kind, created_at,
+        content_hash, changed_fields, previous, item, source, event_id)
+      SELECT ${catalog}, s.external_system, s.external_id, s.version, s.id, CASE WHEN s.inserted THEN 'created' ELSE 'updated' END,
+        s.at::timestamptz, s.content_hash, s.changed_fields, s.previous_values, s.item, s.src, s.ev
+      FROM snapshots s
     ), ${appendEventsCtes(sql`
       SELECT s.ev, ${TOPICS.events}::text, s.key,
         concat('{"id":"', s.ev, '","type":"', CASE WHEN s.inserted THEN 'item.created' ELSE 'item.updated' END,
           '","catalogId":"', ${catalogId}::text, '","resourceId":', to_json(s.external_id), ',"createdAt":', to_json(s.at), ',"data":',
           CASE WHEN s.inserted THEN s.item ELSE concat(left(s.item, -1), ',"previousContentHash":"', s.previous_content_hash,
-            '","changedFields":', to_json(s.changed_fields), '}') END, '}'),
+            '","changedFields":', to_json(s.changed_fields), ',"previousAttributes":', s.previous_values, '}') END, '}'),
         CASE WHEN s.inserted THEN 'item.created' ELSE 'item.updated' END, ${catalog}, s.ord, coalesce(s.tp, ${input.traceparent}::text)
       FROM snapshots s`)}${rider ? sql`, ${rider.ctes}` : sql``}
     ${stored ? RETURN_STORED : rider ? sql`${RETURN_KEYS}, NULL::bigint AS applied ${AFTER_NOTIFY}
@@ -167,7 +192,8 @@ function writeStatement(catalogId: string, input: WriteInput, stored: boolean, r
  *    itemRecordOf, so it must stay the last part of `data`), deciding the type
  *    from what the database did, not from the earlier lookup, and item.updated's
  *    previousContentHash and changedFields from the row the update replaced (the DO UPDATE
- *    records them on the row), so a concurrent writer cannot make an event lie; and wakes the relay.
+ *    records them on the row), so a concurrent writer cannot make an event lie; and wakes the relay;
+ * 4. records each written row's version (item_versions: its changes, the item, its source).
  * The event text is assembled here in the same key order and escaping as domainEvent's
  * JSON.stringify (to_json escapes like JSON.stringify for these strings).
  * With `stored`, each row returned is the written item's StoredRow, with the names as stored (a
@@ -200,7 +226,7 @@ export interface WriteInput {
 /** The write statement's input for `candidates`: ids for their events, and the ids of the names known. */
 export function writeInput(candidates: readonly WriteCandidate[], names: Names): WriteInput {
   const now = new Date().toISOString();
-  const rows = JSON.stringify(candidates.map(({ id, item, fingerprint, traceparent: caller }, ord) => {
+  const rows = JSON.stringify(candidates.map(({ id, item, fingerprint, traceparent: caller, isNew, source }, ord) => {
     const categoryKey = item.category ? nameKey(item.category.name) : null;
     const brandKey = item.brand ? nameKey(item.brand.name) : null;
     // INPUT_COLUMNS, in its order.
@@ -210,7 +236,7 @@ export function writeInput(candidates: readonly WriteCandidate[], names: Names):
       item.gtin13, item.ncm, categoryKey, categoryKey === null ? null : names.categories.get(categoryKey) ?? null,
       brandKey, brandKey === null ? null : names.brands.get(brandKey) ?? null,
       item.tags, item.metadata, item.media.map((m) => ({ url: m.url, role: m.role, sortOrder: m.sortOrder, sourceUrlHash: m.sourceUrlHash })),
-      item.trackStock, item.contentHash, fingerprint ?? null, caller ?? null,
+      item.trackStock, item.contentHash, fingerprint ?? null, caller ?? null, isNew ?? false, source ?? null,
     ];
   }));
   return { names, rows, traceparent: traceparent() ?? null };

@@ -67,13 +67,13 @@ export function streamItemRows(db: Db, catalogId: string, updatedSince?: string)
 const DELETED_ITEM = sql.raw(itemJson('c.name', 'b.name'));
 
 /** Deletes the item; what it was (the item as GET answered it, as JSON text), or undefined when the catalog has no such item. */
-export async function deleteItemRow(db: Db, catalogId: string, externalSystem: string, externalId: string): Promise<{ item: string } | undefined> {
+export async function deleteItemRow(db: Db, catalogId: string, externalSystem: string, externalId: string): Promise<{ item: string; id: string; version: number; content_hash: string } | undefined> {
   // The record is read from the row the DELETE removes (media_assets, categories and brands
   // stay), so it is the state the delete ended, whatever wrote just before.
-  const [row] = await query<{ item: string }>(db, 'items.delete', sql`
+  const [row] = await query<{ item: string; id: string; version: number; content_hash: string }>(db, 'items.delete', sql`
     WITH i AS (DELETE FROM items WHERE catalog_id = ${catalogId}::uuid AND external_system = ${externalSystem}
                  AND external_id = ${externalId} RETURNING *)
-    SELECT ${DELETED_ITEM} AS item FROM i LEFT JOIN categories c ON c.id = i.category_id LEFT JOIN brands b ON b.id = i.brand_id`);
+    SELECT ${DELETED_ITEM} AS item, i.id, i.version, i.content_hash FROM i LEFT JOIN categories c ON c.id = i.category_id LEFT JOIN brands b ON b.id = i.brand_id`);
   return row;
 }
 
@@ -130,7 +130,7 @@ export async function itemStock(db: Db, catalogId: string, externalSystem: strin
  */
 export async function adjustOnHand(db: Db, catalogId: string, externalSystem: string, externalId: string, quantity: number): Promise<{ id: string; sku: string | null; onHand: number } | undefined> {
   const [row] = await query<{ id: string; sku: string | null; on_hand: number }>(db, 'items.adjust_on_hand',
-    `UPDATE items SET on_hand = on_hand + $1
+    `UPDATE items SET on_hand = on_hand + $1, version = version + 1
      WHERE catalog_id = $2 AND external_system = $3 AND external_id = $4 AND track_stock
        AND on_hand::bigint + $1 BETWEEN ${ON_HAND_MIN} AND ${ON_HAND_MAX}
      RETURNING id, sku, on_hand`,

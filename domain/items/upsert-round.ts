@@ -11,6 +11,7 @@ import type { NormalizedItem } from './normalized-item.ts';
 import { lookup, writeInput, writeItems, writeItemsWithRider } from './store.ts';
 import type { Lookup, NewName, StoredRow, WriteCandidate, WriteInput, WriteRider, WrittenRow } from './store.ts';
 import type { ItemRow } from './view.ts';
+import type { VersionSource } from './version-source.ts';
 
 export type UpsertOutcome = 'created' | 'updated' | 'unchanged';
 
@@ -44,6 +45,8 @@ export interface RoundWrite {
   readonly unguarded?: boolean;
   /** Resolves once writing may start; true to look up again first. */
   readonly waitTurn?: ((skuOwners: ReadonlyMap<string, string>) => Promise<boolean>) | undefined;
+  /** Where the input at `index` comes from, recorded with its version. */
+  readonly sourceOf?: ((index: number) => VersionSource) | undefined;
   /** A record to commit in the write's statement (outside a transaction, one round without media). */
   readonly rider?: ((decided: readonly UpsertEntry[], writing: number) => WriteRider) | undefined;
 }
@@ -83,7 +86,8 @@ export async function upsertRound(db: Db, catalogId: string, round: readonly Val
     for (const one of candidates) {
       try {
         const alone = await lookup(db, catalogId, [one.candidate.item]);
-        results.push(...await writeBatch(db, catalogId, [one], inputFor([one.candidate], alone), { ...how, returnStored: false, unguarded: false }));
+        const again = { ...one.candidate, isNew: !alone.items.has(identityKey(one.candidate.item.externalSystem, one.candidate.item.externalId)) };
+        results.push(...await writeBatch(db, catalogId, [one], inputFor([again], alone), { ...how, returnStored: false, unguarded: false }));
       } catch (itemError) {
         if (!isDatabaseError(itemError)) throw itemError;
         const prefix = how.pathPrefix?.(one.index);
@@ -126,6 +130,7 @@ function decide(round: readonly ValidInput[], found: Lookup, how: RoundWrite) {
     candidates.push({ index, candidate: {
       id: existing?.id ?? newId(), item, ...(fingerprint === undefined ? {} : { fingerprint }), ...(existing?.hasMedia ? { hadMedia: true } : {}),
       ...(traceparent === undefined ? {} : { traceparent }),
+      isNew: existing === undefined, source: how.sourceOf?.(index),
     } });
   }
   const writing = candidates.map((c) => c.candidate);

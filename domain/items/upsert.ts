@@ -6,6 +6,7 @@ import { identityKey } from './keys.ts';
 import { normalizeItem } from './payload.ts';
 import type { NormalizeResult } from './normalized-item.ts';
 import { upsertRound } from './upsert-round.ts';
+import type { VersionSource } from './version-source.ts';
 import type { RoundWrite, UpsertEntry, ValidInput } from './upsert-round.ts';
 
 export type { UpsertEntry, UpsertOutcome, ValidInput } from './upsert-round.ts';
@@ -20,6 +21,8 @@ export interface UpsertOptions {
    * from the lookup when unchanged and returned by the write otherwise, so nothing is read back.
    */
   readonly returnStored?: boolean;
+  /** Where the input at `index` comes from, recorded with its version. */
+  readonly sourceOf?: (index: number) => VersionSource;
 }
 
 /** Inputs validated and normalized, ready for the database: no I/O went into them. */
@@ -56,6 +59,7 @@ export async function upsertPrepared(db: Db, catalogId: string, prepared: Prepar
     mediaRefreshAgeMs: refreshAgeMs(options.mediaRefreshAgeHours),
     pathPrefix: options.pathPrefix,
     returnStored: options.returnStored ?? false,
+    sourceOf: options.sourceOf,
   });
 }
 

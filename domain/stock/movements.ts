@@ -9,6 +9,8 @@ import { appendItemRecords } from '../items/changelog.ts';
 import { adjustOnHand, itemStock, ON_HAND_MAX, ON_HAND_MIN } from '../items/store.ts';
 import type { ItemStock } from '../items/store.ts';
 import { isoTime } from '../items/view.ts';
+import type { VersionSource } from '../items/version-source.ts';
+import { recordStockVersion } from '../items/versions.ts';
 import { afterCursor, encodeCursor, keysetPage } from '../pagination.ts';
 import { lockNamedAssets } from '../media/asset-store.ts';
 
@@ -57,6 +59,7 @@ export async function recordMovement(
   externalSystem: string,
   externalId: string,
   input: MovementInput,
+  source: VersionSource,
 ): Promise<{ movement: MovementView; onHand: number }> {
   return db.transactional(async (tx) => {
     // onHand is a 32-bit integer: a movement that would take it out of range is refused, not overflowed.
@@ -92,6 +95,7 @@ export async function recordMovement(
     await writeOutbox(tx, [eventRow(event, itemEventKey(catalogId, externalSystem, externalId))]);
     // The item's changelog record, with its new onHand.
     await appendItemRecords(tx, { from: sql`items i`, where: sql`i.id = ${item.id}::uuid`, eventId: sql`${event.id}::uuid`, eventType: sql`${event.type}` });
+    await recordStockVersion(tx, item.id, item.onHand - movement.quantity, source, event.id);
     return { movement, onHand: item.onHand };
   });
 }

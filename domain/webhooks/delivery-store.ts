@@ -1,11 +1,11 @@
 // The delivery store: every statement on webhook_deliveries and webhook_attempts (schedule, claims, settlements, the log).
-//
 // Raw SQL on purpose: the schedule's statements run once per batch on the hot path and lean on
 // unnest arrays, FOR UPDATE SKIP LOCKED and data-modifying CTEs that an ORM would split up.
 import type { DeliveryAttempt, DeliveryStatus, EventType, WebhookDelivery } from '../../generated/client.ts';
 import { query, sql } from '../../platform/db/sql.ts';
 import type { Db } from '../../platform/db/sql.ts';
 import { afterCursor, encodeCursor, keysetPage } from '../pagination.ts';
+import { NOT_HELD_BACK } from './ordered-deliveries.ts';
 import type { AttemptOutcome } from './send-delivery.ts';
 
 /** Channel the dispatcher LISTENs on: a delivery became due now. */
@@ -29,6 +29,8 @@ export interface ClaimedDelivery {
   readonly previousSecretExpiresAt: Date | null;
   /** The trace context of the event it delivers: each attempt is a span in it. */
   readonly traceparent: string | null;
+  /** Delivered in order per resource (ordered-deliveries.ts): settling it may let the next one go. */
+  readonly ordered?: boolean;
 }
 
 // MikroORM's pool hands timestamps over as the server's text, not as Dates.
@@ -49,7 +51,7 @@ export async function notifyDue(db: Db): Promise<void> {
 }
 
 export interface NewDeliveries {
-  readonly events: ReadonlyArray<{ id: string; catalogId: string; type: string; createdAt: string; payload: string; traceparent?: string }>;
+  readonly events: ReadonlyArray<{ id: string; catalogId: string; type: string; createdAt: string; payload: string; traceparent?: string; key?: string | undefined; offset?: string | undefined }>;
   /** How many of the new rows are born leased (attempt 1) with `leaseToken`, due again after `leaseMs`. */
   readonly leased: number;
   readonly leaseToken: string;
@@ -59,7 +61,7 @@ export interface NewDeliveries {
 
 /**
  * One delivery per active webhook of the event's own catalog that subscribes to its type (or
- * `*`) and existed when the event happened; a re-read event creates nothing twice (the
+ * `*`), whose filter (if any) accepts it and which existed when the event happened; a re-read event creates nothing twice (the
  * (webhook, event) pair is unique). Returns the rows created, the leased ones with their target.
  */
 export async function insertDeliveries(db: Db, batch: NewDeliveries): Promise<{ created: number; leased: ClaimedDelivery[] }> {
@@ -69,23 +71,26 @@ export async function insertDeliveries(db: Db, batch: NewDeliveries): Promise<{ 
        SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::timestamptz[]) WITH ORDINALITY
          AS e(event_id, catalog_id, event_type, created_at, ord)),
      matched AS (
-       SELECT w.id AS webhook_id, w.catalog_id, e.event_id, e.event_type, e.ord,
-              row_number() OVER (ORDER BY e.ord, w.id) <= $6::int AS leased
+       SELECT w.id AS webhook_id, w.catalog_id, e.event_id, e.event_type, e.ord, w.ordered AND ($11::text[])[e.ord::int] IS NOT NULL AS ordered,
+              row_number() OVER (ORDER BY e.ord, w.id) <= $6::int AND NOT w.ordered AS leased
          FROM e JOIN webhooks w ON w.catalog_id = e.catalog_id AND w.status = 'active' AND w.created_at <= e.created_at
-                 AND (w.events @> ARRAY['*'] OR w.events @> ARRAY[e.event_type])),
+                 AND (w.events @> ARRAY['*'] OR w.events @> ARRAY[e.event_type])
+                 AND (w.filter_path IS NULL OR coalesce(($5::text[])[e.ord::int]::jsonb @@ w.filter_path, false))),
      created AS (
-       INSERT INTO webhook_deliveries (id, webhook_id, catalog_id, event_id, event_type, payload, status, attempt_count, lease_token, next_attempt_at, traceparent)
+       INSERT INTO webhook_deliveries (id, webhook_id, catalog_id, event_id, event_type, payload, status, attempt_count, lease_token, next_attempt_at, traceparent, resource_key, resource_seq)
        SELECT catalog_uuid_v7(), m.webhook_id, m.catalog_id, m.event_id, m.event_type, ($5::text[])[m.ord::int], 'pending',
               CASE WHEN m.leased THEN 1 ELSE 0 END,
               CASE WHEN m.leased THEN $7::uuid END,
-              now() + CASE WHEN m.leased THEN $8::int ELSE $9::int END * interval '1 millisecond', ($10::text[])[m.ord::int]
+              now() + CASE WHEN m.leased THEN $8::int ELSE $9::int END * interval '1 millisecond', ($10::text[])[m.ord::int],
+              CASE WHEN m.ordered THEN ($11::text[])[m.ord::int] END, CASE WHEN m.ordered THEN ($12::bigint[])[m.ord::int] END
          FROM matched m
        ON CONFLICT (webhook_id, event_id) DO NOTHING
        RETURNING id, webhook_id, event_id, lease_token IS NOT NULL AS leased)
      SELECT c.id, c.webhook_id, c.event_id, c.leased, w.url, w.secret, w.previous_secret, w.previous_secret_expires_at
        FROM created c JOIN webhooks w ON w.id = c.webhook_id`,
     [events.map((e) => e.id), events.map((e) => e.catalogId), events.map((e) => e.type), events.map((e) => e.createdAt),
-      events.map((e) => e.payload), batch.leased, batch.leaseToken, batch.leaseMs, batch.firstDelayMs, events.map((e) => e.traceparent ?? null)]);
+      events.map((e) => e.payload), batch.leased, batch.leaseToken, batch.leaseMs, batch.firstDelayMs, events.map((e) => e.traceparent ?? null),
+      events.map((e) => e.key ?? null), events.map((e) => e.offset ?? null)]);
   const byId = new Map(events.map((e) => [e.id, e]));
   const leased = rows.filter((r) => r.leased).map((r): ClaimedDelivery => {
     const event = byId.get(r.event_id)!;
@@ -102,16 +107,14 @@ export async function insertDeliveries(db: Db, batch: NewDeliveries): Promise<{ 
  * to the lease's end, so a worker that dies mid-attempt leaves a row that simply falls due again;
  * the next claim finds the old lease token and logs that attempt as lost.
  */
-export async function claimDue(
-  db: Db, options: { limit: number; leaseMs: number; leaseToken: string; skipWebhooks: readonly string[] },
-): Promise<ClaimedDelivery[]> {
-  const rows = await query<TargetRow & { id: string; webhook_id: string; event_id: string; event_type: string; payload: string; attempt_count: number; traceparent: string | null }>(db,
+export async function claimDue(db: Db, options: { limit: number; leaseMs: number; leaseToken: string; skipWebhooks: readonly string[] }): Promise<ClaimedDelivery[]> {
+  const rows = await query<TargetRow & { id: string; webhook_id: string; event_id: string; event_type: string; payload: string; attempt_count: number; traceparent: string | null; ordered: boolean }>(db,
     // Walks the due index in order and stops at the limit: no condition on another table here,
     // or the planner joins first and sorts every due row.
     `WITH due AS (
        SELECT d.id, d.webhook_id, d.lease_token IS NOT NULL AS lost, d.next_attempt_at AS lease_end FROM webhook_deliveries d
         WHERE d.status = 'pending' AND d.next_attempt_at <= now()
-          AND NOT (d.webhook_id = ANY($2::uuid[]))
+          AND NOT (d.webhook_id = ANY($2::uuid[])) AND ${NOT_HELD_BACK}
         ORDER BY d.next_attempt_at
         LIMIT $1
         FOR UPDATE OF d SKIP LOCKED),
@@ -126,25 +129,25 @@ export async function claimDue(
           SET attempt_count = d.attempt_count + 1, lease_token = $3,
               next_attempt_at = now() + $4 * interval '1 millisecond', updated_at = now()
          FROM target t WHERE d.id = t.id AND t.active
-       RETURNING d.id, d.webhook_id, d.event_id, d.event_type, d.payload, d.attempt_count, d.traceparent),
+       RETURNING d.id, d.webhook_id, d.event_id, d.event_type, d.payload, d.attempt_count, d.traceparent, d.resource_key IS NOT NULL AS ordered),
      lost AS (
        INSERT INTO webhook_attempts (delivery_id, attempt_number, started_at, duration_ms, error)
        SELECT c.id, c.attempt_count - 1, t.lease_end - $4 * interval '1 millisecond', 0, $5
          FROM claimed c JOIN target t ON t.id = c.id WHERE t.lost)
-     SELECT c.id, c.webhook_id, c.event_id, c.event_type, c.payload, c.attempt_count, c.traceparent,
+     SELECT c.id, c.webhook_id, c.event_id, c.event_type, c.payload, c.attempt_count, c.traceparent, c.ordered,
             w.url, w.secret, w.previous_secret, w.previous_secret_expires_at
        FROM claimed c JOIN webhooks w ON w.id = c.webhook_id`,
     [options.limit, options.skipWebhooks, options.leaseToken, options.leaseMs, LOST_ATTEMPT]);
   return rows.map((row) => ({
     id: row.id, webhookId: row.webhook_id, eventId: row.event_id, eventType: row.event_type, payload: row.payload,
-    attemptCount: row.attempt_count, leaseToken: options.leaseToken, traceparent: row.traceparent, ...target(row),
+    attemptCount: row.attempt_count, leaseToken: options.leaseToken, traceparent: row.traceparent, ...target(row), ...(row.ordered ? { ordered: true } : {}),
   }));
 }
 
 /** When the next pending delivery (or lease) falls due; null when nothing is scheduled. */
 export async function nextDueAt(db: Db): Promise<Date | null> {
   const [row] = await query<{ due: Timestamp | null }>(db,
-    `SELECT min(next_attempt_at) AS due FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_at IS NOT NULL`);
+    `SELECT min(next_attempt_at) AS due FROM webhook_deliveries d WHERE status = 'pending' AND next_attempt_at IS NOT NULL AND ${NOT_HELD_BACK}`);
   return row?.due == null ? null : toDate(row.due);
 }
 
@@ -165,9 +168,7 @@ export interface Completion {
  * the attempt's own to its next state. With `resetOnSuccess`, a success also zeroes its webhook's
  * consecutive-exhausted counter in the same statement: one round trip per batch on the hot path.
  */
-export async function settle(
-  db: Db, completions: readonly Completion[], resetOnSuccess: boolean,
-): Promise<Array<{ id: string; webhook_id: string; status: string; ord: number }>> {
+export async function settle(db: Db, completions: readonly Completion[], resetOnSuccess: boolean): Promise<Array<{ id: string; webhook_id: string; status: string; ord: number }>> {
   const col = <T>(pick: (c: Completion) => T) => completions.map(pick);
   return query(db, `WITH u AS (
       SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::int[], $4::timestamptz[], $5::boolean[], $6::boolean[], $7::int[],

@@ -13,6 +13,9 @@ export interface FanOutEvent {
   readonly payload: string;
   /** The trace context its deliveries continue (each attempt is a span in it). */
   readonly traceparent?: string;
+  /** The record's Kafka key (its resource) and offset: an ordered webhook's order per resource. */
+  readonly key?: string | undefined;
+  readonly offset?: string | undefined;
 }
 
 /**
@@ -51,7 +54,7 @@ async function withActiveWebhooks(db: Db, events: readonly FanOutRecord[]): Prom
 /**
  * Creates the deliveries of a batch of events in one statement, once the events of catalogs
  * without an active webhook are set aside: one per active webhook of the event's own catalog
- * that subscribes to its type (or `*`) and existed when the event happened.
+ * that subscribes to its type (or `*`), whose filter accepts it, and existed when the event happened.
  * A re-read event creates nothing twice (the (webhook, event) pair is unique). Up to `leaseSlots`
  * new deliveries are inserted already claimed (attempt 1, leased): they skip a round trip through
  * the schedule and are returned for the caller to attempt at once. The rest are due now (or after

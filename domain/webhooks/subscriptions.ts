@@ -1,5 +1,5 @@
 // The subscription store: every statement on webhooks (create, read, change, delete, rotate, disable, resume, notices).
-import type { EventSubscription, Webhook as WebhookView, WebhookCreated } from '../../generated/client.ts';
+import type { EventSubscription, Webhook as WebhookView, WebhookCreated, WebhookFilter } from '../../generated/client.ts';
 import { Webhook } from '../../platform/db/entities/webhooks.ts';
 import { query } from '../../platform/db/sql.ts';
 import type { Db } from '../../platform/db/sql.ts';
@@ -8,6 +8,7 @@ import { notFound, validationError } from '../../platform/errors.ts';
 import { decodeCursor, encodeCursor, keysetPage } from '../pagination.ts';
 import { resumePaused } from './delivery-store.ts';
 import { ROTATION_OVERLAP_MS, newSecret } from './signing.ts';
+import { compileFilter } from './filter.ts';
 import { checkTargetUrl } from './target-url.ts';
 import type { TargetRules } from './target-url.ts';
 
@@ -16,9 +17,11 @@ export interface WebhookInput {
   readonly events: readonly string[];
   readonly description?: string | null;
   readonly ownerEmail?: string;
+  readonly filter?: WebhookFilter | null;
+  readonly ordered?: boolean;
 }
 
-export type WebhookPatch = Partial<Pick<WebhookInput, 'url' | 'events' | 'description'>>;
+export type WebhookPatch = Partial<Pick<WebhookInput, 'url' | 'events' | 'description' | 'filter' | 'ordered'>>;
 
 /** The wire shape; the secrets never leave through it. */
 export function webhookView(webhook: Webhook): WebhookView {
@@ -28,6 +31,8 @@ export function webhookView(webhook: Webhook): WebhookView {
     events: [...webhook.events] as EventSubscription[],
     description: webhook.description ?? null,
     ownerEmail: webhook.ownerEmail ?? null,
+    filter: (webhook.filter as WebhookFilter | null) ?? null,
+    ordered: webhook.ordered,
     status: webhook.status,
     consecutiveFailures: webhook.consecutiveFailures,
     disabledAt: webhook.disabledAt?.toISOString() ?? null,
@@ -53,6 +58,7 @@ export async function findWebhook(db: Db, catalogId: string, id: string): Promis
 
 export async function createWebhook(db: Db, rules: TargetRules, catalogId: string, input: WebhookInput): Promise<WebhookCreated> {
   const events = checkEvents(input.events);
+  const filterPath = input.filter ? compileFilter(input.filter) : null;
   const url = await checkTargetUrl(input.url, rules);
   const now = new Date();
   const webhook = db.create(Webhook, {
@@ -62,6 +68,9 @@ export async function createWebhook(db: Db, rules: TargetRules, catalogId: strin
     events,
     description: input.description ?? null,
     ownerEmail: input.ownerEmail ?? null,
+    filter: input.filter ?? null,
+    filterPath,
+    ordered: input.ordered ?? false,
     status: 'active',
     secret: newSecret(),
     previousSecret: null,
@@ -93,8 +102,13 @@ export async function listWebhooks(
 export async function updateWebhook(db: Db, rules: TargetRules, catalogId: string, id: string, patch: WebhookPatch): Promise<WebhookView> {
   const webhook = await findWebhook(db, catalogId, id);
   if (patch.events !== undefined) webhook.events = checkEvents(patch.events);
+  if (patch.filter !== undefined) {
+    webhook.filterPath = patch.filter === null ? null : compileFilter(patch.filter);
+    webhook.filter = patch.filter;
+  }
   if (patch.url !== undefined) webhook.url = await checkTargetUrl(patch.url, rules);
   if (patch.description !== undefined) webhook.description = patch.description;
+  if (patch.ordered !== undefined) webhook.ordered = patch.ordered;
   webhook.updatedAt = new Date();
   await db.flush();
   return webhookView(webhook);

@@ -1,6 +1,7 @@
 // POST /items/bulk-upsert: 200 with one result per element, in order, even when some fail.
 import type { BulkUpsertItemResult } from '../../generated/client.ts';
 import { upsertItems } from '../../domain/items/upsert.ts';
+import { requestSource } from '../../domain/items/version-source.ts';
 import type { ErrorCode } from '../../platform/errors.ts';
 import type { Handler } from '../handler.ts';
 
@@ -8,9 +9,10 @@ import type { Handler } from '../handler.ts';
 const elementCode = (code: ErrorCode): NonNullable<BulkUpsertItemResult['errorCode']> =>
   (code === 'conflict' || code === 'validation_error' ? code : 'error');
 
-export const bulkUpsertItems: Handler<'bulkUpsertItems'> = async ({ em, auth, body, services }) => {
+export const bulkUpsertItems: Handler<'bulkUpsertItems'> = async ({ em, auth, body, services, requestId, headers }) => {
+  const source = requestSource(auth.keyId, requestId, headers);
   const entries = await upsertItems(em, auth.catalogId, body.items, {
-    pathPrefix: (index) => `items.${index}.`, mediaRefreshAgeHours: services.config.media.refreshAgeHours,
+    pathPrefix: (index) => `items.${index}.`, mediaRefreshAgeHours: services.config.media.refreshAgeHours, sourceOf: () => source,
   });
   const summary = { created: 0, updated: 0, unchanged: 0, failed: 0 };
   const results = entries.map((entry): BulkUpsertItemResult => {

@@ -58,6 +58,8 @@ export interface Config {
   readonly webhookAllowHttp: boolean;
   /** How long GET /events keeps a published event readable (sent work messages go after a day). */
   readonly eventRetentionDays: number;
+  /** ITEM_VERSION_RETENTION_DAYS: how long an item's versions are kept (and restorable). */
+  readonly itemVersionRetentionDays: number;
   readonly outboundAllowPrivate: boolean;
   /** Media ingestion (docs/media.md). */
   readonly media: MediaConfig;
@@ -258,6 +260,7 @@ export function loadConfig(env: Env = process.env): Config {
     webhookDisableAfter: int(env, 'WEBHOOK_DISABLE_AFTER', 20, 1, 1_000_000),
     webhookAllowHttp: bool(env, 'WEBHOOK_ALLOW_HTTP', false),
     eventRetentionDays: int(env, 'EVENT_RETENTION_DAYS', 30, 1, 3650),
+    itemVersionRetentionDays: int(env, 'ITEM_VERSION_RETENTION_DAYS', 90, 1, 3650),
     outboundAllowPrivate: bool(env, 'OUTBOUND_ALLOW_PRIVATE', false),
     media: Object.freeze({
       refreshAgeHours: int(env, 'MEDIA_REFRESH_AGE_HOURS', 24, 0, 24 * 365),

@@ -61,7 +61,7 @@ function onEvent(event: { id: string; type: string; catalogId: string; data: any
   switch (event.type) {
     case 'item.created':
     case 'item.updated': {
-      const { previousContentHash: _previous, changedFields: _changed, ...item } = data;
+      const { previousContentHash: _previous, changedFields: _changed, previousAttributes: _attributes, ...item } = data;
       mirror.fromEvents.set(identity(event.catalogId, item.externalSystem, item.externalId), item);
       break;
     }

@@ -62,7 +62,9 @@ test('created, updated, deleted: one event each in order, each carrying the item
   assertEnvelope(events[0]!, 'item.created', 'EV-1');
   assert.deepEqual(events[0]!.body.data, afterCreate);
   assertEnvelope(events[1]!, 'item.updated', 'EV-1');
-  assert.deepEqual(events[1]!.body.data, { ...afterUpdate, previousContentHash: afterCreate.contentHash, changedFields: ['name', 'price', 'brand'] });
+  assert.deepEqual(events[1]!.body.data, { ...afterUpdate, previousContentHash: afterCreate.contentHash, changedFields: ['name', 'price', 'brand'],
+    previousAttributes: { name: 'Evented', price: 10.5, brand: null },
+  });
   assertEnvelope(events[2]!, 'item.deleted', 'EV-1');
   assert.deepEqual(events[2]!.body.data, afterUpdate, 'item.deleted carries the last stored item');
   assert.equal(new Set(events.map((e) => e.body.id)).size, 3);

@@ -25,6 +25,14 @@ test('item.created and item.updated give the item with its catalogId first, byte
   assert.deepEqual(itemRecordOf(row('item.deleted', item)), { value: null });
 });
 
+test("item.updated's previousAttributes, last and printed by jsonb (a space after each colon), never look like the cut's marker", () => {
+  const updated = row('item.updated', { ...item, previousContentHash: 'p'.repeat(64), changedFields: ['metadata'] });
+  const attributes = '{"metadata": {"a": 1, "previousContentHash": "x", ",\\"previousContentHash\\":\\"": 2}}';
+  const payload = `${updated.payload.slice(0, -2)},"previousAttributes":${attributes}}}`;
+  assert.doesNotThrow(() => JSON.parse(payload));
+  assert.equal(itemRecordOf({ ...updated, payload })?.value, JSON.stringify({ catalogId: CATALOG, ...item }));
+});
+
 test('other events, work messages and events written before events carried the item give nothing', () => {
   assert.equal(itemRecordOf(row('stock.adjusted', { externalId: 'X', onHand: 1 })), undefined);
   assert.equal(itemRecordOf({ ...row('item.created', item), catalog_id: null }), undefined);

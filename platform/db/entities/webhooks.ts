@@ -12,6 +12,10 @@ export const Webhook = defineEntity({
     events: p.array(),
     description: p.text().nullable(),
     ownerEmail: p.text().nullable(),
+    filter: p.json<object>().nullable(),
+    // The filter compiled (jsonpath text); the fan-out alone reads it, in SQL.
+    filterPath: p.text().columnType('jsonpath').nullable(),
+    ordered: p.boolean().default(false),
     status: p.enum(['active', 'disabled'] as const),
     secret: p.text(),
     previousSecret: p.text().nullable(),

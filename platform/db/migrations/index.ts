@@ -17,6 +17,9 @@ import { ParkedRecords } from './0015-parked-records.ts';
 import { TraceContext } from './0016-trace-context.ts';
 import { OutboxLanes } from './0017-outbox-lanes.ts';
 import { ImportResults } from './0018-import-results.ts';
+import { ItemVersions } from './0019-item-versions.ts';
+import { WebhookFilters } from './0020-webhook-filters.ts';
+import { OrderedWebhooks } from './0021-ordered-webhooks.ts';
 
 export const migrations: MigrationObject[] = [
   { name: '0001-initial-schema', class: InitialSchema },
@@ -36,4 +39,7 @@ export const migrations: MigrationObject[] = [
   { name: '0016-trace-context', class: TraceContext },
   { name: '0017-outbox-lanes', class: OutboxLanes },
   { name: '0018-import-results', class: ImportResults },
+  { name: '0019-item-versions', class: ItemVersions },
+  { name: '0020-webhook-filters', class: WebhookFilters },
+  { name: '0021-ordered-webhooks', class: OrderedWebhooks },
 ];
