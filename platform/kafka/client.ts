@@ -88,7 +88,7 @@ function kafkajsLevel(pinoLevel: string): logLevel {
 const RECOVERING = [
   /re-joining the group/,
   /^Restarting the consumer in/,
-  /^Crash: \w+: (Connection error|Connection timeout|.*ECONNREFUSED|.*ECONNRESET|.*coordinator is (loading|not available)|.*not the correct coordinator|.*no leader)/,
+  /^Crash: \w+: (Connection error|Connection timeout|No broker available|.*ECONNREFUSED|.*ECONNRESET|.*coordinator is (loading|not available)|.*not the correct coordinator|.*no leader)/,
 ];
 
 /** kafkajs log entries → pino, one child logger per kafkajs namespace. */
