@@ -33,8 +33,10 @@ export async function sync(): Promise<string[]> {
   });
   const statuses = bulk.data?.data.results.map((result) => result.status) ?? [];
 
+  // An upload answers 201 with its address; an import from a source address answers 202 with the queued job.
   const job = await client.POST('/imports', { body: { fileSizeBytes: 1024 } });
-  const uploadUrl: string | undefined = job.data?.data.uploadUrl;
+  const created = job.data?.data;
+  const uploadUrl: string | undefined = created && 'uploadUrl' in created ? created.uploadUrl : undefined;
 
   const item = await client.GET('/items/{externalSystem}/{externalId}', {
     params: { path: { externalSystem: 'erp', externalId: 'SKU-0001' } },
