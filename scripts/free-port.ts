@@ -12,9 +12,19 @@ function listenOn(port: number): Promise<number> {
   });
 }
 
-/** A port the system picks (from its ephemeral range). */
-export function freePort(): Promise<number> {
-  return listenOn(0);
+// Handed to a server that binds it later, so chosen below the system's ephemeral range (32768 and
+// up on Linux), from which every outgoing connection and every `listen(0)` draws: none of those
+// can take it in between. The Kafka helpers pick their pairs from the same range.
+const FIRST = 20_000;
+const COUNT = 12_000;
+
+/** A port free now, outside the ephemeral range. */
+export async function freePort(): Promise<number> {
+  for (let tries = 0; tries < 200; tries++) {
+    const port = FIRST + Math.floor(Math.random() * COUNT);
+    if (await portFree(port)) return port;
+  }
+  throw new Error(`no free port between ${FIRST} and ${FIRST + COUNT}`);
 }
 
 /** True when nothing listens on the port right now. */
