@@ -85,7 +85,8 @@ class Tail {
 
 /**
  * Starts `cli/main.ts serve` under `runtime` with exactly `env` (which must name a PORT and an
- * OPS_PORT other than 0) and resolves once `/readyz` answers 200, or rejects with the process's last words.
+ * OPS_PORT other than 0) and resolves once `/readyz` answers 200, or rejects with the process's
+ * last words: on the API port, or on the operations port for a consumers process, which serves no API.
  */
 export async function launchService(runtime: Runtime, env: Record<string, string | undefined>, serveArgs: string[] = []): Promise<ServiceProcess> {
   const { command, args } = runtimeCommand(runtime, ['serve', ...serveArgs]);
@@ -127,7 +128,9 @@ export async function launchService(runtime: Runtime, env: Record<string, string
     },
   };
   try {
-    await waitUntilReady(launched, exited);
+    const roleAt = serveArgs.indexOf('--role');
+    const role = (roleAt >= 0 ? serveArgs[roleAt + 1] : undefined) ?? env.ROLE ?? 'all';
+    await waitUntilReady(launched, role === 'consumers' ? launched.opsUrl : launched.url, exited);
   } catch (error) {
     await launched.stop();
     const { stderr: err, stdout: out } = launched.output();
@@ -215,7 +218,7 @@ export async function spawnService(file: string, runtime: Runtime, options: Spaw
   };
 }
 
-async function waitUntilReady(service: ServiceProcess, exited: Promise<unknown>): Promise<void> {
+async function waitUntilReady(service: ServiceProcess, baseUrl: string, exited: Promise<unknown>): Promise<void> {
   const deadline = Date.now() + START_TIMEOUT_MS;
   let gone = false;
   void exited.then(() => { gone = true; });
@@ -223,7 +226,7 @@ async function waitUntilReady(service: ServiceProcess, exited: Promise<unknown>)
   while (Date.now() < deadline) {
     if (gone) throw new Error(`the ${service.runtime} service exited during start-up`);
     try {
-      const response = await fetch(`${service.url}/readyz`, { signal: AbortSignal.timeout(5_000) });
+      const response = await fetch(`${baseUrl}/readyz`, { signal: AbortSignal.timeout(5_000) });
       last = `${response.status} ${await response.text()}`;
       if (response.status === 200) return;
     } catch (error) {
