@@ -80,7 +80,7 @@ export async function startService(config: Config, logger: Logger = createLogger
     const kafka = await createKafkaClient(config, logger, { clientId: `catalog-${config.role}-${hostname()}-${process.pid}`, brokers });
     closers.push(() => kafka.disconnect());
     // Serving needs only Postgres: the outbox keeps events while Kafka is away, and what needs
-    // Kafka starts once it answers (docs/operations.md, "Kafka outages").
+    // Kafka starts once it answers (docs/operations.md, "When a dependency or a process goes away").
     const topics = startWhenKafkaAnswers('topic setup', () => kafka.ensureTopics(), logger);
     closers.push(async () => topics.stop());
     const storage = createStorage(config);

@@ -3563,7 +3563,9 @@ export interface components {
          *     when one of its elements matches; a value of another type never matches. Conditions
          *     combine with `all` (and), `any` (or) and `not`, each alone in its object; at most 5
          *     levels and 50 conditions. An invalid filter is a 400 whose details name the problem's
-         *     path (`filter.all.1.field`). An event the filter refuses creates no delivery.
+         *     path (`filter.all.1.field`); so is a key not listed here. The schema stays open so that
+         *     a client reading a webhook back still reads it should a later v1 add a test. An event
+         *     the filter refuses creates no delivery.
          * @example {
          *       "all": [
          *         {

@@ -35,7 +35,7 @@ const JSONL_TYPES = /^(application\/(x-ndjson|ndjson|jsonl|x-jsonlines|json|octe
 /** Why an address cannot be a source, or undefined: http(s), and https unless private addresses are allowed. */
 export function sourceUrlProblem(url: URL, allowPrivate: boolean): string | undefined {
   if (url.protocol === 'https:' || (url.protocol === 'http:' && allowPrivate)) return undefined;
-  return url.protocol === 'http:' ? 'must be an https address' : 'must be an http(s) address';
+  return url.protocol === 'http:' ? 'must be an https address (OUTBOUND_ALLOW_PRIVATE=true allows http in development)' : 'must be an http(s) address';
 }
 
 class SourceFailure extends Error {}
@@ -51,7 +51,7 @@ function unreachable(error: unknown, host: string): SourceFailure {
   const chain: unknown[] = [];
   for (let e = error; e instanceof Error && chain.length < 5; e = e.cause) chain.push(e);
   if (chain.some((e) => e instanceof RefusedAddressError)) {
-    return new SourceFailure(`the source ${host} is refused by the network guard: a private, loopback, link-local or metadata address`);
+    return new SourceFailure(`the source ${host} is refused by the network guard: a private, loopback, link-local or metadata address (OUTBOUND_ALLOW_PRIVATE=true allows them in development)`);
   }
   const code = chain.map((e) => (e as { code?: string }).code).find((c) => typeof c === 'string');
   const said = code === 'ECONNREFUSED' ? 'connection refused' : code === 'ENOTFOUND' ? 'host not found' : code === 'ETIMEDOUT' ? 'no answer in time' : code ?? 'network error';

@@ -7,6 +7,7 @@ import type { ErrorDetail } from '../../platform/errors.ts';
 const MAX_DEPTH = 5;
 const MAX_CONDITIONS = 50;
 const FIELD = /^(type|resourceId|changedFields|data(\.[A-Za-z0-9_-]+)*)$/;
+const FILTER_KEYS = new Set(['all', 'any', 'not', 'field', 'equals', 'in', 'exists']);
 
 type Value = string | number | boolean | null;
 
@@ -34,6 +35,9 @@ export function compileFilter(filter: WebhookFilter): string {
     };
     if (depth > MAX_DEPTH) return problem(`nests deeper than ${MAX_DEPTH} levels`);
     const keys = Object.keys(node);
+    // The contract leaves the schema open for readers; a writer's unknown key is refused here.
+    const unknown = keys.filter((k) => !FILTER_KEYS.has(k));
+    if (unknown.length > 0) return problem(`has no ${unknown.map((k) => `"${k}"`).join(', ')}: a condition takes "field" with "equals", "in" or "exists", or one of "all", "any", "not"`);
     const combinators = keys.filter((k) => k === 'all' || k === 'any' || k === 'not');
     if (combinators.length > 0) {
       if (keys.length > 1) return problem(`takes "${combinators[0]}" alone, without ${keys.filter((k) => k !== combinators[0]).map((k) => `"${k}"`).join(', ')}`);

@@ -16,7 +16,7 @@ export class RefusedAddressError extends Error {
   readonly code = 'EREFUSEDADDRESS';
   readonly address: string;
   constructor(host: string, address: string) {
-    super(`refused by the network guard: ${host} resolves to ${address}, a private, loopback, link-local or metadata address`);
+    super(`refused by the network guard: ${host} resolves to ${address}, a private, loopback, link-local or metadata address (OUTBOUND_ALLOW_PRIVATE=true allows them in development)`);
     this.address = address;
   }
 }

@@ -57,6 +57,9 @@ const fleetEnv = (extra: Record<string, string> = {}) => ({ KAFKA_BROKERS: broke
 
 async function startApi(): Promise<ServiceProcess> {
   const env = testEnv(FILE, databaseUrl, fleetEnv({ PORT: String(await freePort()), LOG_LEVEL: 'warn' }));
+  // Node only: each of its faults runs under Deno too, one service at a time (postgres-drop,
+  // kafka-outage-start, imports-crash, webhooks-crash); five Deno processes at once would take
+  // the CI run past its time on 2 cores (docs/design.md, "Runtimes").
   const started = await launchService('node', env, ['--role', 'api']);
   apis.push(started);
   return started;

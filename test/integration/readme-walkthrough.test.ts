@@ -40,6 +40,7 @@ function startSettings(line: string): Record<string, string> {
 
 test('the walkthrough runs as written against a fresh service', async (t) => {
   const { start, script } = walkthrough(await readFile(WALKTHROUGH, 'utf8'));
+  // Node only: the walkthrough starts the service with `npm start`, as a reader does (docs/design.md, "Runtimes").
   const service = await spawnService(import.meta.filename, 'node', { env: startSettings(start) });
   t.after(() => service.stop());
   const merchantPort = await freePort();

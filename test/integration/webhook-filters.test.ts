@@ -97,8 +97,9 @@ test('an invalid filter is a 400 naming the problem and where it is', async () =
   const deep = { not: { not: { not: { not: { not: { field: 'type', equals: 'x' } } } } } };
   assert.match((await refused(deep)).message, /nests deeper than 5 levels/);
   await refused({ field: 'data.name', in: ['ok', 'nul \u0000', 'lone \ud800'] });
-  const unknownKey = await refused({ fields: 'type' });
-  assert.ok(unknownKey.details?.some((d) => d.path.startsWith('filter')), JSON.stringify(unknownKey));
+  const unknownKey = await refused({ all: [{ field: 'type', equals: 'item.created', regex: 'x' }] });
+  assert.deepEqual(unknownKey.details?.map((d) => d.path), ['filter.all.0']);
+  assert.match(unknownKey.message, /filter\.all\.0 has no "regex": a condition takes "field"/);
   const hook = await subscribe('/patched');
   assert.equal(expectStatus(await api.updateWebhook(hook.id, { filter: { field: 'data.a..b', exists: true } }, opts()), 400).error.details?.[0]?.path, 'filter.field');
 });

@@ -1,4 +1,4 @@
-// Every relative link and anchor in the repository's Markdown resolves, by GitHub's rules, so no page points nowhere.
+// Every relative link and anchor in the repository's Markdown resolves, by GitHub's rules, and every section a code comment cites exists, so nothing points nowhere.
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
@@ -8,14 +8,16 @@ const ROOT = resolve(import.meta.dirname, '../..');
 // Installed packages, local state and caches are not the project's pages.
 const SKIPPED = new Set(['node_modules', '.git', '.cache', '.data']);
 
-function markdownFiles(folder: string): string[] {
+function filesEndingWith(folder: string, endings: readonly string[]): string[] {
   return readdirSync(folder, { withFileTypes: true }).flatMap((entry) => {
     if (SKIPPED.has(entry.name)) return [];
     const path = join(folder, entry.name);
-    if (entry.isDirectory()) return markdownFiles(path);
-    return entry.name.endsWith('.md') ? [path] : [];
+    if (entry.isDirectory()) return filesEndingWith(path, endings);
+    return endings.some((ending) => entry.name.endsWith(ending)) ? [path] : [];
   });
 }
+
+const markdownFiles = (folder: string) => filesEndingWith(folder, ['.md']);
 
 /** The lines outside fenced code blocks, with their numbers: as written, and with inline code spans blanked. */
 function proseLines(text: string): Array<{ line: number; raw: string; text: string }> {
@@ -108,4 +110,21 @@ test('every relative link and anchor in the Markdown files resolves', () => {
     }
   }
   assert.deepEqual(broken, [], `broken links:\n${broken.join('\n')}`);
+});
+
+test('every section a code comment cites as (docs/<page>.md, "Heading") is a heading of that page', () => {
+  const broken: string[] = [];
+  let citations = 0;
+  for (const file of filesEndingWith(ROOT, ['.ts', '.js', '.yaml'])) {
+    readFileSync(file, 'utf8').split('\n').forEach((text, index) => {
+      for (const [, page, heading] of text.matchAll(/\b(docs\/[\w.-]+\.md), "([^"]+)"/g)) {
+        citations += 1;
+        const path = join(ROOT, page!);
+        if (!existsSync(path)) broken.push(`${relative(ROOT, file)}:${index + 1}: ${page} (no such file)`);
+        else if (!anchorsOf(path).has(slug(heading!))) broken.push(`${relative(ROOT, file)}:${index + 1}: ${page}, "${heading}" (no such heading)`);
+      }
+    });
+  }
+  assert.ok(citations > 10, 'the code cites sections of the docs');
+  assert.deepEqual(broken, [], `citations of missing sections:\n${broken.join('\n')}`);
 });
