@@ -4,36 +4,11 @@ import type { Db, SqlFragment } from '../../platform/db/sql.ts';
 import { newId } from '../../platform/ids.ts';
 import { TOPICS } from '../../platform/kafka/topics.ts';
 import { traceparent } from '../../platform/tracing.ts';
+import type { DomainEvent, EventType } from './envelope.ts';
 
-/** Event types of the spec's webhook catalogue (variant.* are marked as future there). */
-export type EventType =
-  | 'item.created' | 'item.updated' | 'item.deleted'
-  | 'variant.created' | 'variant.updated' | 'variant.deleted'
-  | 'stock.adjusted'
-  | 'media.ingested' | 'media.ingestion_failed'
-  | 'import.completed' | 'import.failed'
-  | 'webhook.test';
-
-/** The spec's event body: what goes on `catalog.events.v1` and, unchanged, into webhook deliveries. */
-export interface DomainEvent<TData extends object = Record<string, unknown>> {
-  readonly id: string;
-  readonly type: EventType;
-  readonly catalogId: string;
-  /** For item events, the externalId. */
-  readonly resourceId: string;
-  /** ISO 8601, UTC, with milliseconds. */
-  readonly createdAt: string;
-  readonly data: TData;
-}
-
-export interface DomainEventInput<TData extends object> {
-  readonly type: EventType;
-  readonly catalogId: string;
-  readonly resourceId: string;
-  readonly data: TData;
-  /** Only for tests that pin the clock. */
-  readonly now?: Date;
-}
+// The event document is built in envelope.ts; its types are reached from here too.
+export { domainEvent } from './envelope.ts';
+export type { DomainEvent, DomainEventInput, EventType } from './envelope.ts';
 
 /** A record for the outbox, ready to append: one Kafka record, as the relay will publish it. */
 export interface OutboxRow {
@@ -137,18 +112,6 @@ export async function appendRows(db: Db, select: SqlFragment): Promise<Array<{ k
     )
     SELECT r.key, r.event_id FROM appended, unnest(appended.keys, appended.event_ids) AS r(key, event_id), (SELECT count(*) FROM notified) AS n`);
   return rows.map((row) => ({ key: row.key, eventId: row.event_id }));
-}
-
-/** A new event with a time-ordered UUIDv7 id (the webhook event id and the Kafka `event-id` header). */
-export function domainEvent<TData extends object>(input: DomainEventInput<TData>): DomainEvent<TData> {
-  return {
-    id: newId(),
-    type: input.type,
-    catalogId: input.catalogId,
-    resourceId: input.resourceId,
-    createdAt: (input.now ?? new Date()).toISOString(),
-    data: input.data,
-  };
 }
 
 /** The version of the event bodies' schema, in every event's `schema-version` header. */

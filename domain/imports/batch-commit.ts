@@ -1,14 +1,17 @@
 // The commit of an import batch: its lines through the item write, with their line errors, counters and resume cursor, atomically.
 import type { Db } from '../../platform/db/sql.ts';
 import type { Logger } from '../../platform/log/logger.ts';
-import { RecordRefused, WriteFailed, writeImportBatch, writesInOneStatement } from '../items/import-write.ts';
+import {
+  BatchRecordRefused, WriteFailed, dryRunImportBatch, writeImportBatchIsolated, writeImportBatchOrAbort, writeImportBatchWithRecord,
+  writesInOneStatement,
+} from '../items/import-write.ts';
 import { itemsByFingerprint } from '../items/store.ts';
 import type { FingerprintedItem } from '../items/store.ts';
 import { importSource } from '../items/version-source.ts';
 import type { UpsertEntry } from '../items/upsert.ts';
 import { BATCH_LINES, linesToUpsert, outcomeOf, partOf, positionsIn } from './batch-pipeline.ts';
 import type { BatchTurn, LinesToUpsert, PreparedBatch } from './batch-pipeline.ts';
-import { batchRecordRider, recordBatch } from './batch-record.ts';
+import { batchRecordForWrite, recordBatch } from './batch-record.ts';
 import type { BatchPlace } from './batch-record.ts';
 import type { BatchCounts } from './job-store.ts';
 import { dryRunChanges, lineResults } from './line-results.ts';
@@ -99,31 +102,32 @@ async function record(db: Db, job: BatchJob, last: FileLine, counts: BatchCounts
 
 /**
  * One transaction: the lines that are not all stored already, through the item write. Written
- * as one statement with its record when the items allow it, otherwise without savepoints;
+ * as one statement with its batch record when the items allow it, otherwise without savepoints;
  * should a write fail in the database (rare: a constraint, a concurrent writer), it rolls back
  * and the lines go through again in a transaction, each item's write isolated. Returns how many
  * lines proved unchanged.
  */
 async function commitLines(job: BatchJob, part: PreparedBatch, known: ReadonlyMap<number, FingerprintedItem>, turn: BatchTurn): Promise<number> {
   try {
-    return await commitLinesOnce(job, part, known, turn, false);
+    return await commitLinesOnce(job, part, known, turn, 'abort');
   } catch (error) {
     if (!(error instanceof WriteFailed)) throw error;
     job.logger.debug({ jobId: job.jobId, err: error.cause }, 'import batch rolled back after a database error; writing it item by item');
-    return commitLinesOnce(job, part, known, turn, true);
+    return commitLinesOnce(job, part, known, turn, 'isolate');
   }
 }
 
-async function commitLinesOnce(job: BatchJob, part: PreparedBatch, known: ReadonlyMap<number, FingerprintedItem>, turn: BatchTurn, isolateFailures: boolean): Promise<number> {
+/** The lines once: `abort` on the fast paths (one statement, or no savepoints), `isolate` after one of them failed. */
+async function commitLinesOnce(
+  job: BatchJob, part: PreparedBatch, known: ReadonlyMap<number, FingerprintedItem>, turn: BatchTurn, onDatabaseError: 'isolate' | 'abort',
+): Promise<number> {
   const lines = linesToUpsert(part, known);
-  if (!isolateFailures && !job.dryRun && writesInOneStatement(lines.items)) return commitInOneStatement(job, part, lines, turn);
+  if (onDatabaseError === 'abort' && !job.dryRun && writesInOneStatement(lines.items)) return commitInOneStatement(job, part, lines, turn);
   const last = part.lines.at(-1)!;
+  const write = { mediaRefreshAgeHours: job.mediaRefreshAgeHours, waitTurn: turn.beforeWrite, sourceOf: lineSources(job, lines) };
+  const writeIn = job.dryRun ? dryRunImportBatch : onDatabaseError === 'isolate' ? writeImportBatchIsolated : writeImportBatchOrAbort;
   const counts = await job.db().transactional(async (tx) => {
-    const entries = lines.valueLines.length > 0
-      ? await writeImportBatch(tx, job.catalogId, lines.items, {
-        mediaRefreshAgeHours: job.mediaRefreshAgeHours, dryRun: job.dryRun, isolateFailures, waitTurn: turn.beforeWrite,
-        sourceOf: lineSources(job, lines),
-      }) : [];
+    const entries = lines.valueLines.length > 0 ? await writeIn(tx, job.catalogId, lines.items, write) : [];
     turn.wrote();
     const outcome = outcomeOf(part, lines, entries);
     const changes = job.dryRun ? await dryRunChanges(tx, job.catalogId, entries) : undefined;
@@ -137,7 +141,7 @@ async function commitLinesOnce(job: BatchJob, part: PreparedBatch, known: Readon
 
 /**
  * The batch as one statement, which is its transaction: the items' write carries the batch's
- * line errors, counters and cursor (batchRecordRider), so the batch sends no BEGIN, COMMIT or
+ * line errors, counters and cursor (batchRecordForWrite), so the batch sends no BEGIN, COMMIT or
  * counters statement of its own. The record's gate is recordBatch's condition: when the job was
  * cancelled meanwhile or another processor moved the cursor, the statement writes nothing. A
  * batch that writes no item records its counters alone, one statement too.
@@ -146,24 +150,23 @@ async function commitInOneStatement(job: BatchJob, part: PreparedBatch, lines: L
   const last = part.lines.at(-1)!;
   const db = job.db();
   let recorded = false;
-  const riding = (decided: readonly UpsertEntry[], writing: number) => {
+  const batchRecord = (decided: readonly UpsertEntry[], writing: number) => {
     recorded = true;
     const entries = [...lines.items.entries.filter((entry) => entry !== undefined), ...decided];
     const known = outcomeOf(part, lines, entries);
     const byIndex: UpsertEntry[] = [];
     for (const entry of entries) byIndex[entry.index] = entry;
-    return batchRecordRider(placeOf(job, last), known.counts, known.batchErrors, lineResults(lines, byIndex), writing);
+    return batchRecordForWrite(placeOf(job, last), known.counts, known.batchErrors, lineResults(lines, byIndex), writing);
   };
   let entries: UpsertEntry[] = [];
   try {
     if (lines.valueLines.length > 0) {
-      entries = await writeImportBatch(db, job.catalogId, lines.items, {
-        mediaRefreshAgeHours: job.mediaRefreshAgeHours, dryRun: false, waitTurn: turn.beforeRecordedWrite, record: riding,
-        sourceOf: lineSources(job, lines),
+      entries = await writeImportBatchWithRecord(db, job.catalogId, lines.items, {
+        mediaRefreshAgeHours: job.mediaRefreshAgeHours, waitTurn: turn.beforeRecordedWrite, batchRecord, sourceOf: lineSources(job, lines),
       });
     }
   } catch (error) {
-    throw error instanceof RecordRefused ? new JobStopped() : error;
+    throw error instanceof BatchRecordRefused ? new JobStopped() : error;
   }
   turn.wrote();
   const { counts, batchErrors } = outcomeOf(part, lines, entries);

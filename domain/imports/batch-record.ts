@@ -2,7 +2,7 @@
 import { prepared, query, sql } from '../../platform/db/sql.ts';
 import type { Db } from '../../platform/db/sql.ts';
 import { storableText } from '../../platform/db/storable-text.ts';
-import type { WriteRider } from '../items/store.ts';
+import type { BatchRecord } from '../items/store.ts';
 import type { BatchCounts } from './job-store.ts';
 import type { LineResult } from './line-results.ts';
 import type { LineError } from './lines.ts';
@@ -104,14 +104,14 @@ export async function recordBatch(
 const WRITTEN_RESULTS = sql.raw(resultsCte(true));
 
 /**
- * recordBatch as a rider of the items' write (domain/items/store-write.ts), committed in its
- * statement: the same gate (the job row, locked, while the cursor is where this run left it),
+ * recordBatch as the batch record of the items' write (domain/items/store-write.ts), committed in
+ * its statement: the same gate (the job row, locked, while the cursor is where this run left it),
  * line errors, results and counters. `succeeded` counts the rows the write returns; the items it
  * sends but does not write (a concurrent writer stored the same content first) count as
  * unchanged. `counts` are those known before the write; `writing` is how many items the write
  * sends, whose `results` are `pending`.
  */
-export function batchRecordRider(place: BatchPlace, counts: BatchCounts, errors: readonly LineError[], results: readonly LineResult[], writing: number): WriteRider {
+export function batchRecordForWrite(place: BatchPlace, counts: BatchCounts, errors: readonly LineError[], results: readonly LineResult[], writing: number): BatchRecord {
   const failed = sql`${counts.failed}::int`;
   return {
     gate: sql`SELECT id, catalog_id FROM import_jobs WHERE id = ${place.jobId}::uuid AND status = 'processing' AND resume_line = ${place.fromLine}::bigint

@@ -4,6 +4,7 @@ import { prepared, query, sql } from '../../platform/db/sql.ts';
 import type { Db, SqlFragment } from '../../platform/db/sql.ts';
 import { newId } from '../../platform/ids.ts';
 import { TOPICS } from '../../platform/kafka/topics.ts';
+import { envelopeSql } from '../events/envelope.ts';
 import { appendEventsCtes } from '../events/outbox.ts';
 import { ITEM_KEY } from './changelog.ts';
 import { nameKey } from './keys.ts';
@@ -54,11 +55,11 @@ export interface Names {
 }
 
 /**
- * A record that commits with the write, in its statement (an import batch's line errors,
- * counters and cursor), each part a `sql` fragment with its own parameters. The write is gated:
+ * An import batch's record (its line errors, counters and cursor) that commits with the write,
+ * in its statement, each part a `sql` fragment with its own parameters. The write is gated:
  * without a row from `gate` the statement writes nothing, neither items nor names nor events.
  */
-export interface WriteRider {
+export interface BatchRecord {
   /** A query; the statement's first CTE, named `gate`. */
   readonly gate: SqlFragment;
   /** CTE definitions (`name AS (…), …`) after the write's own; they may read `gate` and `written` (the rows written). */
@@ -73,11 +74,11 @@ export interface WriteRider {
 // parses the jsonb columns again. A JSON null is SQL NULL in every column (`->>` gives it for
 // the others; nullif for the jsonb ones).
 const INPUT_COLUMNS = [
-  ['ord', 'int'], ['id', 'uuid'], ['ev', 'uuid'], ['at', 'text'], ['s', 'text'], ['e', 'text'], ['sku', 'text'],
-  ['name', 'text'], ['description', 'text'], ['price', 'numeric'], ['cost', 'numeric'], ['weight', 'numeric'],
-  ['gtin13', 'text'], ['ncm', 'text'], ['ck', 'text'], ['cid', 'uuid'], ['bk', 'text'], ['bid', 'uuid'],
-  ['tags', 'jsonb'], ['metadata', 'jsonb'], ['media', 'jsonb'], ['ts', 'boolean'], ['h', 'text'], ['f', 'text'], ['tp', 'text'],
-  ['nw', 'boolean'], ['src', 'jsonb'],
+  ['ord', 'int'], ['id', 'uuid'], ['event_id', 'uuid'], ['written_at', 'text'], ['external_system', 'text'], ['external_id', 'text'],
+  ['sku', 'text'], ['name', 'text'], ['description', 'text'], ['price', 'numeric'], ['cost', 'numeric'], ['weight', 'numeric'],
+  ['gtin13', 'text'], ['ncm', 'text'], ['category_key', 'text'], ['category_id', 'uuid'], ['brand_key', 'text'], ['brand_id', 'uuid'],
+  ['tags', 'jsonb'], ['metadata', 'jsonb'], ['media', 'jsonb'], ['track_stock', 'boolean'], ['content_hash', 'text'],
+  ['fingerprint', 'text'], ['traceparent', 'text'], ['is_new', 'boolean'], ['source', 'jsonb'],
 ] as const;
 
 const INPUT_SELECT = sql.raw(INPUT_COLUMNS.map(([name, type], i) =>
@@ -112,13 +113,14 @@ const PREVIOUS_VALUES = sql.raw(FIELDS.map(([field, column, value]) =>
 const RETURN_STORED = sql.raw(`SELECT i.inserted, ${itemColumns(storedName('categories', 'new_categories', 'i.category_id'),
   storedName('brands', 'new_brands', 'i.brand_id'))}
     FROM written i, (SELECT count(*) FROM notified) AS n`);
+// The item event's type and data, from the snapshot; its envelope is envelopeSql's.
+const EVENT_TYPE = sql.raw(`CASE WHEN s.inserted THEN 'item.created' ELSE 'item.updated' END`);
+const EVENT_DATA = sql.raw(`CASE WHEN s.inserted THEN s.item ELSE concat(left(s.item, -1), ',"previousContentHash":"', s.previous_content_hash,
+  '","changedFields":', to_json(s.changed_fields), ',"previousAttributes":', s.previous_values, '}') END`);
+
 const RETURN_KEYS = sql.raw('SELECT w.id, w.external_system, w.external_id, w.inserted');
 const AFTER_NOTIFY = sql.raw('FROM written w, (SELECT count(*) FROM notified) AS n');
 
-/**
- * The write of `input`; its text depends only on `stored` and the rider's parts, so it runs as a
- * named prepared statement. See writeItems.
- */
 /** Inserts `names` into `table` (categories or brands), or finds the row a concurrent writer made. */
 function insertNames(table: 'categories' | 'brands', catalog: SqlFragment, names: readonly NewName[], gated: SqlFragment): SqlFragment {
   return sql`INSERT INTO ${sql.raw(table)} AS t (id, catalog_id, name, name_key)
@@ -128,11 +130,15 @@ function insertNames(table: 'categories' | 'brands', catalog: SqlFragment, names
       RETURNING t.id, t.name_key, t.name`;
 }
 
-function writeStatement(catalogId: string, input: WriteInput, stored: boolean, rider?: WriteRider): SqlFragment {
+/**
+ * The write of `input`; its text depends only on `stored` and the batch record's parts, so it runs
+ * as a named prepared statement. See writeItems.
+ */
+function writeStatement(catalogId: string, input: WriteInput, stored: boolean, batchRecord?: BatchRecord): SqlFragment {
   const catalog = sql`${catalogId}::uuid`;
-  const gated = rider ? sql`WHERE EXISTS (SELECT FROM gate)` : sql``;
+  const gated = batchRecord ? sql`WHERE EXISTS (SELECT FROM gate)` : sql``;
   return prepared(sql`
-    WITH ${rider ? sql`gate AS (${rider.gate}), ` : sql``}new_categories AS (
+    WITH ${batchRecord ? sql`gate AS (${batchRecord.gate}), ` : sql``}new_categories AS (
       ${insertNames('categories', catalog, input.names.newCategories, gated)}
     ), new_brands AS (
       ${insertNames('brands', catalog, input.names.newBrands, gated)}
@@ -141,12 +147,12 @@ function writeStatement(catalogId: string, input: WriteInput, stored: boolean, r
     ), written AS (
       INSERT INTO items AS i (id, catalog_id, external_system, external_id, sku, name, description, price, cost,
         weight, gtin13, ncm, category_id, brand_id, tags, metadata, media, track_stock, content_hash, import_fingerprint, version)
-      SELECT x.id, ${catalog}, x.s, x.e, x.sku, x.name, x.description, x.price, x.cost, x.weight, x.gtin13, x.ncm,
-        coalesce(x.cid, (SELECT n.id FROM new_categories n WHERE n.name_key = x.ck)),
-        coalesce(x.bid, (SELECT n.id FROM new_brands n WHERE n.name_key = x.bk)),
-        ARRAY(SELECT jsonb_array_elements_text(x.tags)), x.metadata, x.media, x.ts, x.h, decode(x.f, 'hex'),
-        CASE WHEN x.nw THEN coalesce((SELECT max(v.version) FROM item_versions v
-          WHERE v.catalog_id = ${catalog} AND v.external_system = x.s AND v.external_id = x.e), 0) + 1 ELSE 1 END
+      SELECT x.id, ${catalog}, x.external_system, x.external_id, x.sku, x.name, x.description, x.price, x.cost, x.weight, x.gtin13, x.ncm,
+        coalesce(x.category_id, (SELECT n.id FROM new_categories n WHERE n.name_key = x.category_key)),
+        coalesce(x.brand_id, (SELECT n.id FROM new_brands n WHERE n.name_key = x.brand_key)),
+        ARRAY(SELECT jsonb_array_elements_text(x.tags)), x.metadata, x.media, x.track_stock, x.content_hash, decode(x.fingerprint, 'hex'),
+        CASE WHEN x.is_new THEN coalesce((SELECT max(v.version) FROM item_versions v
+          WHERE v.catalog_id = ${catalog} AND v.external_system = x.external_system AND v.external_id = x.external_id), 0) + 1 ELSE 1 END
       FROM input x ${gated}
       ORDER BY x.ord
       ON CONFLICT (catalog_id, external_system, external_id) DO UPDATE SET
@@ -160,25 +166,22 @@ function writeStatement(catalogId: string, input: WriteInput, stored: boolean, r
         WHERE i.content_hash <> excluded.content_hash
       RETURNING i.*, (i.xmax = 0) AS inserted
     ), snapshots AS (
-      SELECT i.inserted, x.ord, x.ev, x.at, x.tp, i.id, i.external_system, i.external_id, i.previous_content_hash, i.changed_fields,
-        i.previous_values, i.version, i.content_hash, x.src, ${SNAPSHOT} AS item, ${ITEM_KEY} AS key
-      FROM written i JOIN input x ON x.s = i.external_system AND x.e = i.external_id
+      SELECT i.inserted, x.ord, x.event_id, x.written_at, x.traceparent, i.id, i.external_system, i.external_id, i.previous_content_hash,
+        i.changed_fields, i.previous_values, i.version, i.content_hash, x.source, ${SNAPSHOT} AS item, ${ITEM_KEY} AS key
+      FROM written i JOIN input x ON x.external_system = i.external_system AND x.external_id = i.external_id
     ), versions AS (
       INSERT INTO item_versions (catalog_id, external_system, external_id, version, item_id, kind, created_at,
         content_hash, changed_fields, previous, item, source, event_id)
       SELECT ${catalog}, s.external_system, s.external_id, s.version, s.id, CASE WHEN s.inserted THEN 'created' ELSE 'updated' END,
-        s.at::timestamptz, s.content_hash, s.changed_fields, s.previous_values, s.item, s.src, s.ev
+        s.written_at::timestamptz, s.content_hash, s.changed_fields, s.previous_values, s.item, s.source, s.event_id
       FROM snapshots s
     ), ${appendEventsCtes(sql`
-      SELECT s.ev, ${TOPICS.events}::text, s.key,
-        concat('{"id":"', s.ev, '","type":"', CASE WHEN s.inserted THEN 'item.created' ELSE 'item.updated' END,
-          '","catalogId":"', ${catalogId}::text, '","resourceId":', to_json(s.external_id), ',"createdAt":', to_json(s.at), ',"data":',
-          CASE WHEN s.inserted THEN s.item ELSE concat(left(s.item, -1), ',"previousContentHash":"', s.previous_content_hash,
-            '","changedFields":', to_json(s.changed_fields), ',"previousAttributes":', s.previous_values, '}') END, '}'),
-        CASE WHEN s.inserted THEN 'item.created' ELSE 'item.updated' END, ${catalog}, s.ord, coalesce(s.tp, ${input.traceparent}::text)
-      FROM snapshots s`)}${rider ? sql`, ${rider.ctes}` : sql``}
-    ${stored ? RETURN_STORED : rider ? sql`${RETURN_KEYS}, NULL::bigint AS applied ${AFTER_NOTIFY}
-    UNION ALL SELECT NULL, NULL, NULL, NULL, ${rider.applied}` : sql`${RETURN_KEYS} ${AFTER_NOTIFY}`}`);
+      SELECT s.event_id, ${TOPICS.events}::text, s.key, ${envelopeSql({
+        id: sql`s.event_id`, type: EVENT_TYPE, catalogId: sql`${catalogId}::text`, resourceId: sql`s.external_id`, createdAt: sql`s.written_at`, data: EVENT_DATA,
+      })}, ${EVENT_TYPE}, ${catalog}, s.ord, coalesce(s.traceparent, ${input.traceparent}::text)
+      FROM snapshots s`)}${batchRecord ? sql`, ${batchRecord.ctes}` : sql``}
+    ${stored ? RETURN_STORED : batchRecord ? sql`${RETURN_KEYS}, NULL::bigint AS applied ${AFTER_NOTIFY}
+    UNION ALL SELECT NULL, NULL, NULL, NULL, ${batchRecord.applied}` : sql`${RETURN_KEYS} ${AFTER_NOTIFY}`}`);
 }
 
 /**
@@ -194,8 +197,8 @@ function writeStatement(catalogId: string, input: WriteInput, stored: boolean, r
  *    previousContentHash and changedFields from the row the update replaced (the DO UPDATE
  *    records them on the row), so a concurrent writer cannot make an event lie; and wakes the relay;
  * 4. records each written row's version (item_versions: its changes, the item, its source).
- * The event text is assembled here in the same key order and escaping as domainEvent's
- * JSON.stringify (to_json escapes like JSON.stringify for these strings).
+ * The event's envelope is envelopeSql's, the same bytes as domainEvent's JSON.stringify; its data
+ * is the snapshot, with item.updated's fields after it.
  * With `stored`, each row returned is the written item's StoredRow, with the names as stored (a
  * category first spelled otherwise keeps that spelling).
  */
@@ -204,12 +207,12 @@ export async function writeItems(db: Db, catalogId: string, input: WriteInput, s
 }
 
 /**
- * writeItems with a rider, one statement: its rows, and whether the rider applied. When it did
- * not (no row from its gate), nothing was written.
+ * writeItems with a batch record, one statement: its rows, and whether the batch record applied.
+ * When it did not (no row from its gate), nothing was written.
  */
-export async function writeItemsWithRider(db: Db, catalogId: string, input: WriteInput, rider: WriteRider): Promise<{ rows: WrittenRow[]; applied: boolean }> {
-  const rows = await query<WrittenRow & { applied: string | null }>(db, 'items.write_with_batch_record', writeStatement(catalogId, input, false, rider));
-  // One row is the rider's: it alone has `applied` (a count); the others are the rows written.
+export async function writeItemsWithBatchRecord(db: Db, catalogId: string, input: WriteInput, batchRecord: BatchRecord): Promise<{ rows: WrittenRow[]; applied: boolean }> {
+  const rows = await query<WrittenRow & { applied: string | null }>(db, 'items.write_with_batch_record', writeStatement(catalogId, input, false, batchRecord));
+  // One row is the batch record's: it alone has `applied` (a count); the others are the rows written.
   const trailer = rows.find((row) => row.applied !== null);
   return { rows: rows.filter((row) => row !== trailer), applied: Number(trailer?.applied ?? 0) > 0 };
 }

@@ -9,8 +9,8 @@ import type { ItemRow } from './view.ts';
 // The upsert's statements, in files of their own: the lookup (store-lookup.ts) and the write (store-write.ts).
 export { lookup } from './store-lookup.ts';
 export type { ExistingItem, Lookup } from './store-lookup.ts';
-export { writeInput, writeItems, writeItemsWithRider } from './store-write.ts';
-export type { Names, NewName, StoredRow, WriteCandidate, WriteInput, WriteRider, WrittenRow } from './store-write.ts';
+export { writeInput, writeItems, writeItemsWithBatchRecord } from './store-write.ts';
+export type { Names, NewName, StoredRow, WriteCandidate, WriteInput, BatchRecord, WrittenRow } from './store-write.ts';
 
 const SELECT = sql.raw(ITEM_SELECT);
 

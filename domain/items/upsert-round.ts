@@ -8,8 +8,8 @@ import { lockNamedAssets } from '../media/asset-store.ts';
 import { registerMedia } from '../media/register.ts';
 import { identityKey, identityOf, nameKey } from './keys.ts';
 import type { NormalizedItem } from './normalized-item.ts';
-import { lookup, writeInput, writeItems, writeItemsWithRider } from './store.ts';
-import type { Lookup, NewName, StoredRow, WriteCandidate, WriteInput, WriteRider, WrittenRow } from './store.ts';
+import { lookup, writeInput, writeItems, writeItemsWithBatchRecord } from './store.ts';
+import type { BatchRecord, Lookup, NewName, StoredRow, WriteCandidate, WriteInput, WrittenRow } from './store.ts';
 import type { ItemRow } from './view.ts';
 import type { VersionSource } from './version-source.ts';
 
@@ -30,64 +30,86 @@ export interface ValidInput {
 }
 
 /**
- * How a round is written. Requests give the refresh age and, for the single upsert,
- * `returnStored`; the rest is for import batches (writeImportBatch, import-write.ts).
+ * What a round's write does with its items and its failures; the entry points (upsert.ts,
+ * single-upserts.ts, import-write.ts) each name one.
+ * - `request`: a database error is isolated, each item then written alone (in a savepoint when
+ *   in the caller's transaction); with `returnStored`, entries carry `stored`, taken from the
+ *   lookup when unchanged and returned by the write otherwise.
+ * - `batchWithRecord`: outside a transaction, the batch record (given the outcomes decided and how
+ *   many items the write sends) commits in the write's statement; its gate refusing throws
+ *   BatchRecordRefused, a database error WriteFailed, and either way nothing is written.
+ * - `inTransaction`: in the caller's transaction; `isolate` puts the write in a savepoint and
+ *   isolates each item's failure, `abort` takes none and throws WriteFailed.
+ * - `dryRun`: every outcome decided, nothing written: no item, category, brand or event.
  */
+export type WriteMode =
+  | { readonly kind: 'request'; readonly returnStored: boolean }
+  | { readonly kind: 'batchWithRecord'; readonly batchRecord: BatchRecordOf }
+  | { readonly kind: 'inTransaction'; readonly onDatabaseError: 'isolate' | 'abort' }
+  | { readonly kind: 'dryRun' };
+
+/**
+ * The batch's own record (its line errors, counters and cursor) to commit in the write's
+ * statement. Called right before the write with the outcomes the lookup decided and how many
+ * items the write sends; not called when there is nothing to write.
+ */
+export type BatchRecordOf = (decided: readonly UpsertEntry[], writing: number) => BatchRecord;
+
+/** How a round is written: its mode, and the inputs the entry points that need them give. */
 export interface RoundWrite {
+  readonly mode: WriteMode;
   /** MEDIA_REFRESH_AGE_HOURS in ms, for the media registration of written items. */
   readonly mediaRefreshAgeMs: number;
+  /** Prefix of validation paths for the input at `index` (a bulk body's `items.3.`). */
   readonly pathPrefix?: ((index: number) => string) | undefined;
-  /** Entries carry `stored`: taken from the lookup when unchanged, returned by the write otherwise. */
-  readonly returnStored?: boolean;
-  /** Decide every outcome but write nothing: no item, category, brand or event. */
-  readonly dryRun?: boolean;
-  /** In the caller's transaction, no savepoint around the write: a database error throws WriteFailed. */
-  readonly unguarded?: boolean;
-  /** Resolves once writing may start; true to look up again first. */
+  /** Resolves once writing may start; true to look up again first (an import batch's turn). */
   readonly waitTurn?: ((skuOwners: ReadonlyMap<string, string>) => Promise<boolean>) | undefined;
   /** Where the input at `index` comes from, recorded with its version. */
   readonly sourceOf?: ((index: number) => VersionSource) | undefined;
-  /** A record to commit in the write's statement (outside a transaction, one round without media). */
-  readonly rider?: ((decided: readonly UpsertEntry[], writing: number) => WriteRider) | undefined;
 }
 
-/** The rider's gate refused: the write wrote nothing. */
-export class RecordRefused extends Error {
+/** The batch record's gate refused: the write wrote nothing. */
+export class BatchRecordRefused extends Error {
   constructor() {
-    super('the record riding on the write did not apply; nothing was written');
+    super('the batch record in the write did not apply; nothing was written');
   }
 }
 
-/** A write without a savepoint (or with a rider) failed in the database: nothing of it stays, and the caller's transaction is aborted. */
+/** A write without a savepoint (or with a batch record) failed in the database: nothing of it stays, and the caller's transaction is aborted. */
 export class WriteFailed extends Error {
   constructor(cause: unknown) {
     super('a write without a savepoint failed; roll back and write again with savepoints', { cause });
   }
 }
 
+const returnsStored = (mode: WriteMode): boolean => mode.kind === 'request' && mode.returnStored;
+
 export async function upsertRound(db: Db, catalogId: string, round: readonly ValidInput[], how: RoundWrite): Promise<UpsertEntry[]> {
+  const { mode } = how;
   const items = round.map((r) => r.item);
-  let found = await lookup(db, catalogId, items, how.returnStored);
+  let found = await lookup(db, catalogId, items, returnsStored(mode));
   let { results, candidates, input } = decide(round, found, how);
   while (await how.waitTurn?.(found.skuOwners)) {
-    found = await lookup(db, catalogId, items, how.returnStored);
+    found = await lookup(db, catalogId, items, returnsStored(mode));
     ({ results, candidates, input } = decide(round, found, how));
   }
   if (input === undefined) return results;
   // The one-statement write cannot wait for asset state changes first: the caller writes again in a transaction.
-  if (how.rider && candidates.some((c) => c.candidate.hadMedia)) throw new WriteFailed(new Error('a stored item names media'));
+  if (mode.kind === 'batchWithRecord' && candidates.some((c) => c.candidate.hadMedia)) throw new WriteFailed(new Error('a stored item names media'));
+  const batchRecord = mode.kind === 'batchWithRecord' ? mode.batchRecord(results, candidates.length) : undefined;
+  const savepoint = !(mode.kind === 'inTransaction' && mode.onDatabaseError === 'abort');
   try {
-    results.push(...await writeBatch(db, catalogId, candidates, input, how, how.rider?.(results, candidates.length)));
+    results.push(...await writeBatch(db, catalogId, candidates, input, how.mediaRefreshAgeMs, { returnStored: returnsStored(mode), savepoint, batchRecord }));
   } catch (error) {
     if (!isDatabaseError(error)) throw error;
-    if ((how.unguarded && db.isInTransaction()) || how.rider) throw new WriteFailed(error);
+    if (mode.kind === 'batchWithRecord' || !savepoint) throw new WriteFailed(error);
     // A concurrent writer took a SKU between lookup and write, or a row broke a constraint:
     // find the culprit by writing one item at a time, each in its own savepoint.
     for (const one of candidates) {
       try {
         const alone = await lookup(db, catalogId, [one.candidate.item]);
         const again = { ...one.candidate, isNew: !alone.items.has(identityKey(one.candidate.item.externalSystem, one.candidate.item.externalId)) };
-        results.push(...await writeBatch(db, catalogId, [one], inputFor([again], alone), { ...how, returnStored: false, unguarded: false }));
+        results.push(...await writeBatch(db, catalogId, [one], inputFor([again], alone), how.mediaRefreshAgeMs, { returnStored: false, savepoint: true }));
       } catch (itemError) {
         if (!isDatabaseError(itemError)) throw itemError;
         const prefix = how.pathPrefix?.(one.index);
@@ -111,7 +133,7 @@ function decide(round: readonly ValidInput[], found: Lookup, how: RoundWrite) {
     const key = identityKey(item.externalSystem, item.externalId);
     const existing = found.items.get(key);
     if (existing && existing.contentHash === item.contentHash) {
-      const stored = how.returnStored ? found.stored.get(key) : undefined;
+      const stored = returnsStored(how.mode) ? found.stored.get(key) : undefined;
       results.push({ index, status: 'unchanged', serviceId: existing.id, item, ...(stored ? { stored } : {}) });
       continue;
     }
@@ -123,7 +145,7 @@ function decide(round: readonly ValidInput[], found: Lookup, how: RoundWrite) {
       }
       claimedSkus.set(item.sku, key);
     }
-    if (how.dryRun) {
+    if (how.mode.kind === 'dryRun') {
       results.push({ index, status: existing ? 'updated' : 'created', serviceId: existing?.id ?? newId(), item });
       continue;
     }
@@ -138,23 +160,30 @@ function decide(round: readonly ValidInput[], found: Lookup, how: RoundWrite) {
   return { results, candidates, input };
 }
 
+/** What writeBatch's statement returns, whether a savepoint isolates it, and the batch record it carries. */
+interface BatchWrite {
+  readonly returnStored: boolean;
+  /** In the caller's transaction, a savepoint around the write: its failure leaves the transaction usable. */
+  readonly savepoint: boolean;
+  readonly batchRecord?: BatchRecord | undefined;
+}
+
 /**
  * Writes a batch. Items that name no media, stored or sent, take one statement, atomic on its
  * own: no transaction. Otherwise the write first waits for the state changes of those media in
  * flight (lockNamedAssets), so the events and changelog records it writes carry their states as
  * committed, and registers the sent media after it: a transaction. Inside the caller's
  * transaction (an import batch) a savepoint keeps a failure from aborting the rest of it, unless
- * the caller asked for `unguarded`.
+ * the write asks for none.
  */
 async function writeBatch(
   db: Db,
   catalogId: string,
   candidates: Array<{ index: number; candidate: WriteCandidate }>,
   input: WriteInput,
-  how: RoundWrite,
-  rider?: WriteRider,
+  mediaRefreshAgeMs: number,
+  { returnStored, savepoint: isolated, batchRecord }: BatchWrite,
 ): Promise<UpsertEntry[]> {
-  const returnStored = how.returnStored ?? false;
   const items = candidates.map((c) => c.candidate.item);
   const hasMedia = items.some((item) => item.media.length > 0);
   const namesMedia = hasMedia || candidates.some((c) => c.candidate.hadMedia);
@@ -165,9 +194,9 @@ async function writeBatch(
         await lockNamedAssets(tx, catalogId, items.flatMap((item) => item.media.map((m) => m.sourceUrlHash)),
           candidates.filter((c) => c.candidate.hadMedia).map((c) => [c.candidate.item.externalSystem, c.candidate.item.externalId] as const));
       }
-      const rows = rider ? await writeRidden(tx, catalogId, input, rider) : await writeItems(tx, catalogId, input, returnStored);
+      const rows = batchRecord ? await writeWithBatchRecord(tx, catalogId, input, batchRecord) : await writeItems(tx, catalogId, input, returnStored);
       // The stored rows' media states are right already: registering adds only pending assets.
-      if (hasMedia) await registerMedia(tx, catalogId, rows, items, how.mediaRefreshAgeMs);
+      if (hasMedia) await registerMedia(tx, catalogId, rows, items, mediaRefreshAgeMs);
       if (savepoint) await query(tx, 'RELEASE SAVEPOINT upsert_items');
       return rows;
     } catch (error) {
@@ -175,7 +204,7 @@ async function writeBatch(
       throw error;
     }
   };
-  const written = db.isInTransaction() ? await write(db, !how.unguarded)
+  const written = db.isInTransaction() ? await write(db, isolated)
     : namesMedia ? await db.transactional((tx) => write(tx, false))
       : await write(db, false);
   const byIdentity = new Map(written.map((w) => [identityKey(w.external_system, w.external_id), w]));
@@ -196,9 +225,9 @@ async function writeBatch(
   return results;
 }
 
-async function writeRidden(db: Db, catalogId: string, input: WriteInput, rider: WriteRider): Promise<WrittenRow[]> {
-  const { rows, applied } = await writeItemsWithRider(db, catalogId, input, rider);
-  if (!applied) throw new RecordRefused();
+async function writeWithBatchRecord(db: Db, catalogId: string, input: WriteInput, batchRecord: BatchRecord): Promise<WrittenRow[]> {
+  const { rows, applied } = await writeItemsWithBatchRecord(db, catalogId, input, batchRecord);
+  if (!applied) throw new BatchRecordRefused();
   return rows;
 }
 

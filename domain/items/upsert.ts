@@ -1,4 +1,4 @@
-// The one upsert path: single upserts, bulk upserts and import lines all come through here.
+// The one upsert path: single upserts, bulk upserts and import lines all come through here; the requests' entry points.
 import type { Db } from '../../platform/db/sql.ts';
 import { validationError } from '../../platform/errors.ts';
 import type { ErrorDetail } from '../../platform/errors.ts';
@@ -17,8 +17,8 @@ export interface UpsertOptions {
   /** Prefix of validation paths for the element at `index`, e.g. `items.3.` in a bulk body. */
   readonly pathPrefix?: (index: number) => string;
   /**
-   * The caller answers with the stored item (the single upsert): entries carry `stored`, taken
-   * from the lookup when unchanged and returned by the write otherwise, so nothing is read back.
+   * The caller answers with the stored items (single upserts, upsertOne): entries carry `stored`,
+   * taken from the lookup when unchanged and returned by the write otherwise, so nothing is read back.
    */
   readonly returnStored?: boolean;
   /** Where the input at `index` comes from, recorded with its version. */
@@ -45,20 +45,20 @@ function prepareItems(inputs: readonly unknown[], pathPrefix?: (index: number) =
 }
 
 /**
- * Upserts `inputs` in order, each judged on its own: a bad element becomes an `error` entry
- * and never affects the others. Runs inside the caller's transaction when `db` is in one;
- * otherwise each batch's write is one atomic statement.
+ * A bulk request: upserts `inputs` in order, each judged on its own: a bad element becomes an
+ * `error` entry and never affects the others. Runs inside the caller's transaction when `db` is
+ * in one; otherwise each batch's write is one atomic statement.
  */
 export async function upsertItems(db: Db, catalogId: string, inputs: readonly unknown[], options: UpsertOptions): Promise<UpsertEntry[]> {
   return upsertPrepared(db, catalogId, prepareItems(inputs, options.pathPrefix), options);
 }
 
-/** The database half of upsertItems, for a caller that prepared the inputs ahead. */
+/** The database half of upsertItems, for a caller that prepared the inputs ahead (a group of single upserts). */
 export async function upsertPrepared(db: Db, catalogId: string, prepared: PreparedItems, options: UpsertOptions): Promise<UpsertEntry[]> {
   return writeRounds(db, catalogId, prepared, {
+    mode: { kind: 'request', returnStored: options.returnStored ?? false },
     mediaRefreshAgeMs: refreshAgeMs(options.mediaRefreshAgeHours),
     pathPrefix: options.pathPrefix,
-    returnStored: options.returnStored ?? false,
     sourceOf: options.sourceOf,
   });
 }

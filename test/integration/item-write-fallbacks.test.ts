@@ -4,8 +4,10 @@ import { after, before, test } from 'node:test';
 import type pg from 'pg';
 import { listEvents } from '../../domain/events/event-log.ts';
 import { lineFingerprint } from '../../domain/imports/fingerprint.ts';
-import { RecordRefused, WriteFailed, writeImportBatch } from '../../domain/items/import-write.ts';
-import type { ImportBatchWrite } from '../../domain/items/import-write.ts';
+import {
+  BatchRecordRefused, WriteFailed, dryRunImportBatch, writeImportBatchIsolated, writeImportBatchOrAbort, writeImportBatchWithRecord,
+} from '../../domain/items/import-write.ts';
+import type { BatchRecordOf, ImportBatchWrite } from '../../domain/items/import-write.ts';
 import { normalizeItem } from '../../domain/items/payload.ts';
 import { addNormalized, upsertItems } from '../../domain/items/upsert.ts';
 import type { PreparedItems, UpsertEntry } from '../../domain/items/upsert.ts';
@@ -77,9 +79,9 @@ const batch = () => prepared([item('a1', 'SKU-1'), item('a2', 'SKU-2'), item('a3
 
 test('an import batch written in its transaction without savepoints: a SKU taken after the lookup throws WriteFailed, and the rollback leaves nothing of it', async () => {
   const catalogId = newId();
-  const write = { mediaRefreshAgeHours: REFRESH_HOURS, dryRun: false, waitTurn: holderTakes(catalogId, 'SKU-2') };
+  const write = { mediaRefreshAgeHours: REFRESH_HOURS, waitTurn: holderTakes(catalogId, 'SKU-2') };
   await assert.rejects(
-    orm.em.fork().transactional((tx) => writeImportBatch(tx, catalogId, batch(), write)),
+    orm.em.fork().transactional((tx) => writeImportBatchOrAbort(tx, catalogId, batch(), write)),
     (error) => error instanceof WriteFailed && hasSqlState(error, 'unique_violation'),
   );
   assert.deepEqual(await storedItems(catalogId), [['holder', 'SKU-2']]);
@@ -88,8 +90,8 @@ test('an import batch written in its transaction without savepoints: a SKU taken
 
 test('an import batch isolating failures: the batch write fails mid-batch, each item is written alone, the one whose SKU was taken is a conflict', async () => {
   const catalogId = newId();
-  const write = { mediaRefreshAgeHours: REFRESH_HOURS, dryRun: false, waitTurn: holderTakes(catalogId, 'SKU-2'), isolateFailures: true };
-  const entries = await orm.em.fork().transactional((tx) => writeImportBatch(tx, catalogId, batch(), write));
+  const write = { mediaRefreshAgeHours: REFRESH_HOURS, waitTurn: holderTakes(catalogId, 'SKU-2') };
+  const entries = await orm.em.fork().transactional((tx) => writeImportBatchIsolated(tx, catalogId, batch(), write));
   assert.deepEqual(outcomes(entries), ['created', 'error', 'created']);
   const failed = entries[1]!;
   assert.ok(failed.status === 'error');
@@ -100,35 +102,35 @@ test('an import batch isolating failures: the batch write fails mid-batch, each 
 });
 
 /** A batch record whose gate passes or not; `recorded` proves it applied. */
-const record = (passes: boolean): ImportBatchWrite['record'] => () => ({
+const batchRecord = (passes: boolean): BatchRecordOf => () => ({
   gate: passes ? sql`SELECT 1 AS open` : sql`SELECT 1 AS open WHERE false`,
   ctes: sql`recorded AS (SELECT 1 FROM gate)`,
   applied: sql`(SELECT count(*) FROM recorded)`,
 });
 
-test('an import batch with its record in the write\'s statement: written with it when the gate opens, nothing at all when it refuses (RecordRefused)', async () => {
+test('an import batch with its batch record in the write\'s statement: written with it when the gate opens, nothing at all when it refuses (BatchRecordRefused)', async () => {
   const catalogId = newId();
-  const base = { mediaRefreshAgeHours: REFRESH_HOURS, dryRun: false, waitTurn: async () => false };
-  await assert.rejects(writeImportBatch(orm.em.fork(), catalogId, batch(), { ...base, record: record(false) }), RecordRefused);
+  const base = { mediaRefreshAgeHours: REFRESH_HOURS, waitTurn: async () => false };
+  await assert.rejects(writeImportBatchWithRecord(orm.em.fork(), catalogId, batch(), { ...base, batchRecord: batchRecord(false) }), BatchRecordRefused);
   assert.deepEqual(await storedItems(catalogId), []);
   assert.deepEqual(await events(catalogId), []);
-  const entries = await writeImportBatch(orm.em.fork(), catalogId, batch(), { ...base, record: record(true) });
+  const entries = await writeImportBatchWithRecord(orm.em.fork(), catalogId, batch(), { ...base, batchRecord: batchRecord(true) });
   assert.deepEqual(outcomes(entries), ['created', 'created', 'created']);
   assert.deepEqual(await storedItems(catalogId), [['a1', 'SKU-1'], ['a2', 'SKU-2'], ['a3', 'SKU-3']]);
 });
 
-test('an import batch with its record: a constraint violation throws WriteFailed, and nothing of the batch is written', async () => {
+test('an import batch with its batch record: a constraint violation throws WriteFailed, and nothing of the batch is written', async () => {
   const catalogId = newId();
-  const write = { mediaRefreshAgeHours: REFRESH_HOURS, dryRun: false, waitTurn: holderTakes(catalogId, 'SKU-2'), record: record(true) };
-  await assert.rejects(writeImportBatch(orm.em.fork(), catalogId, batch(), write), (error) => error instanceof WriteFailed && hasSqlState(error, 'unique_violation'));
+  const write = { mediaRefreshAgeHours: REFRESH_HOURS, waitTurn: holderTakes(catalogId, 'SKU-2'), batchRecord: batchRecord(true) };
+  await assert.rejects(writeImportBatchWithRecord(orm.em.fork(), catalogId, batch(), write), (error) => error instanceof WriteFailed && hasSqlState(error, 'unique_violation'));
   assert.deepEqual(await storedItems(catalogId), [['holder', 'SKU-2']]);
 });
 
 test('a dry run decides every outcome and writes nothing', async () => {
   const catalogId = newId();
   await upsertItems(orm.em.fork(), catalogId, [item('a1', 'SKU-1')], { mediaRefreshAgeHours: REFRESH_HOURS });
-  const entries = await writeImportBatch(orm.em.fork(), catalogId, prepared([item('a1', 'SKU-1'), item('a2', 'SKU-1'), item('a3', 'SKU-3')]), {
-    mediaRefreshAgeHours: REFRESH_HOURS, dryRun: true, waitTurn: async () => false,
+  const entries = await dryRunImportBatch(orm.em.fork(), catalogId, prepared([item('a1', 'SKU-1'), item('a2', 'SKU-1'), item('a3', 'SKU-3')]), {
+    waitTurn: async () => false,
   });
   assert.deepEqual(outcomes(entries), ['unchanged', 'error', 'created']);
   assert.deepEqual(await storedItems(catalogId), [['a1', 'SKU-1']]);

@@ -49,7 +49,7 @@ test('every topic of the service has a channel, declaring the partitions and con
 test('catalog.events.v1 lists exactly the event types published on Kafka: every EventType but webhook.test and the reserved variant.*', async () => {
   const { document } = await parsed;
   // The union is types only: read its members from the source, as the contract's enum lists them.
-  const source = readFileSync(new URL('../../domain/events/outbox.ts', import.meta.url), 'utf8');
+  const source = readFileSync(new URL('../../domain/events/envelope.ts', import.meta.url), 'utf8');
   const union = /export type EventType =([^;]+);/.exec(source)?.[1] ?? '';
   const types = [...union.matchAll(/'([a-z_.]+)'/g)].map((m) => m[1]!);
   assert.ok(types.length >= 10, `read ${types.length} event types`);

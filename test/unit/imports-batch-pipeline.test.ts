@@ -70,7 +70,7 @@ test('a turn behind a batch ahead: writes once it wrote, looks up again after it
   assert.equal(await settled(second.aheadCommitted), true);
 });
 
-test('a write that carries its record waits for the commit ahead, and fails with it', async () => {
+test('a write that carries its batch record waits for the commit ahead, and fails with it', async () => {
   const failing: BatchAhead = { keys: { identities: new Set(), skus: new Set() }, written: Promise.resolve(), committed: Promise.reject(new Error('rolled back')) };
   failing.committed.catch(() => undefined);
   await assert.rejects(batchTurn(failing).beforeRecordedWrite(new Map()), /rolled back/);
