@@ -2,7 +2,7 @@
 import type { Message, TopicMessages } from 'kafkajs';
 import { recordHeaders } from '../../domain/events/outbox.ts';
 import type { OutboxRecord } from '../../domain/events/outbox.ts';
-import { itemRecordOf } from '../../domain/items/changelog.ts';
+import { itemRecordOf, publishedItemRecord } from '../../domain/items/changelog.ts';
 import { TOPICS } from '../../platform/kafka/topics.ts';
 import { failSpan, startSpan, traceparent } from '../../platform/tracing.ts';
 import type { Span } from '../../platform/tracing.ts';
@@ -12,7 +12,8 @@ import type { Span } from '../../platform/tracing.ts';
  * (with the event's key and headers). Both are stamped with the time their change was written,
  * not the publishing time (docs/design.md, "The item changelog").
  */
-function addMessages(byTopic: Map<string, Message[]>, row: OutboxRecord, topicOf: (logical: string) => string, span: Span | undefined): void {
+function addMessages(byTopic: Map<string, Message[]>, written: OutboxRecord, topicOf: (logical: string) => string, span: Span | undefined): void {
+  const row = publishedItemRecord(written);
   const add = (topic: string, message: Message) => {
     const messages = byTopic.get(topic);
     if (messages) messages.push(message);

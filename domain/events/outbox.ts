@@ -148,7 +148,7 @@ export function recordHeaders(record: OutboxRecord): Record<string, string> {
 }
 
 /** The catalog id an item's key (itemEventKey) begins with. */
-const catalogOfItemKey = (key: string): string => (JSON.parse(key) as string[])[0]!;
+export const catalogOfItemKey = (key: string): string => (JSON.parse(key) as string[])[0]!;
 
 /** The outbox record for a domain event on `catalog.events.v1`, keyed by its resource (see itemEventKey). */
 export function eventRow(event: DomainEvent<object>, key: string = event.resourceId): OutboxRow {

@@ -91,6 +91,17 @@ const RECOVERING = [
   /^Crash: \w+: (Connection error|Connection timeout|No broker available|.*ECONNREFUSED|.*ECONNRESET|.*coordinator is (loading|not available)|.*not the correct coordinator|.*no leader)/,
 ];
 
+// The broker's refusals of a record itself (the relay's REFUSED_FOR_GOOD, consumers/relay/records.ts),
+// in kafkajs' words: kafkajs logs each before it throws; the relay parks the record and logs it
+// once, naming it, so the operator reads one error line per record.
+const REFUSED_RECORD = [
+  /The request included a message larger than the max message size/,
+  /The request included message batch larger than the configured segment size/,
+  /This record has failed the validation on broker/,
+  /This message has failed its CRC checksum/,
+  /The timestamp of the message is out of acceptable range/,
+];
+
 /** kafkajs log entries → pino, one child logger per kafkajs namespace. */
 export function kafkajsLogCreator(logger: Logger) {
   const base = logger.child({ component: 'kafkajs' });
@@ -103,6 +114,7 @@ export function kafkajsLogCreator(logger: Logger) {
     // retry, dozens a minute in an outage; the operation that finally fails throws to its caller,
     // who logs it once with context.
     if (namespace === 'Connection' || namespace === 'BrokerPool') target = 'debug';
+    else if (namespace === 'Producer' && REFUSED_RECORD.some((pattern) => pattern.test(message))) target = 'debug';
     else if (target === 'error' && RECOVERING.some((pattern) => pattern.test(message))) target = 'warn';
     // A handler that failed because Postgres went away is run again by kafkajs: recovered, not an error.
     else if (target === 'error' && isConnectionError(error)) target = 'warn';

@@ -1,11 +1,14 @@
 // The pino logger, configured once; credentials are redacted wherever they appear.
 import { pino } from 'pino';
-import type { Logger } from 'pino';
+import type { DestinationStream, Logger } from 'pino';
 
 export type { Logger };
 
-/** `destination` 2 sends logs to stderr, for commands whose stdout is their output. */
-export function createLogger(level: string, destination: 1 | 2 = 1): Logger {
+/**
+ * `destination` 2 sends logs to stderr, for commands whose stdout is their output; a stream
+ * receives each line (a test that reads what the service logged).
+ */
+export function createLogger(level: string, destination: 1 | 2 | DestinationStream = 1): Logger {
   return pino({
     level,
     base: { service: 'catalog' },
@@ -25,5 +28,5 @@ export function createLogger(level: string, destination: 1 | 2 = 1): Logger {
       ],
       censor: '[redacted]',
     },
-  }, pino.destination({ fd: destination, sync: destination === 2 }));
+  }, typeof destination === 'number' ? pino.destination({ fd: destination, sync: destination === 2 }) : destination);
 }

@@ -1,8 +1,8 @@
-// Kafka for integration tests: the shared broker, a private broker a test may stop, a topic prefix per run, and reading a topic to its end.
+// Kafka for integration tests: the shared broker, a private broker a test may stop, a topic prefix per run, reading a topic to its end, and a topic's record size limit.
 import { randomBytes } from 'node:crypto';
 import { rmSync } from 'node:fs';
 import { basename, resolve } from 'node:path';
-import { Kafka, logLevel } from 'kafkajs';
+import kafkajs, { Kafka, logLevel } from 'kafkajs';
 import type { IHeaders } from 'kafkajs';
 import { portFree } from '../../scripts/free-port.ts';
 import { ensureKafka, stopKafka } from '../../scripts/kafka.ts';
@@ -11,6 +11,9 @@ import { silenceKafkajsTimerWarning } from '../../platform/kafka/kafkajs-quirks.
 import { checkKafkaRecord, serviceTopic } from './asyncapi.ts';
 import type { BrokerContainer } from './kafka-container.ts';
 import { runId } from './test-run.ts';
+
+// Not importable by name: Node's ESM view of kafkajs' CommonJS exports stops before them.
+const { ConfigResourceTypes, ConfigSource } = kafkajs;
 
 export interface TopicRecord {
   readonly partition: number;
@@ -134,9 +137,10 @@ function headerStrings(headers: IHeaders | undefined): Record<string, string> {
 /**
  * Every record of a topic from the beginning up to the end offsets seen at the call, in partition
  * and offset order. Uses a throwaway consumer group so it never moves anyone else's offsets. On the
- * service's own topics each record is checked against asyncapi.yaml (checkKafkaRecord) first.
+ * service's own topics each record is checked against asyncapi.yaml (checkKafkaRecord) first,
+ * unless `check` is false (a test that checks some records itself).
  */
-export async function readTopic(brokers: string[], topic: string, timeoutMs = 30_000): Promise<TopicRecord[]> {
+export async function readTopic(brokers: string[], topic: string, timeoutMs = 30_000, check = true): Promise<TopicRecord[]> {
   silenceKafkajsTimerWarning();
   // Quiet: a fresh group on a fresh broker meets "coordinator loading" and kafkajs retries it itself.
   const kafka = new Kafka({ clientId: 'test-read-topic', brokers, logLevel: logLevel.NOTHING });
@@ -188,8 +192,31 @@ export async function readTopic(brokers: string[], topic: string, timeoutMs = 30
     await consumer.disconnect();
   }
   records.sort((a, b) => a.partition - b.partition || Number(BigInt(a.offset) - BigInt(b.offset)));
-  if (serviceTopic(topic)) {
+  if (check && serviceTopic(topic)) {
     for (const record of records) checkKafkaRecord(topic, record);
   }
   return records;
+}
+
+/**
+ * Sets the topics' max.message.bytes, or with `undefined` deletes the override (the broker's
+ * default applies again). AlterConfigs, the only kind kafkajs sends, replaces every override of
+ * a topic, so the others (retention, compaction) are sent along.
+ */
+export async function setMaxMessageBytes(brokers: string[], topics: string[], bytes: number | undefined): Promise<void> {
+  silenceKafkajsTimerWarning();
+  const admin = new Kafka({ clientId: 'test-topic-limit', brokers, logLevel: logLevel.NOTHING }).admin();
+  await admin.connect();
+  try {
+    const described = await admin.describeConfigs({ includeSynonyms: false, resources: topics.map((name) => ({ type: ConfigResourceTypes.TOPIC, name })) });
+    await admin.alterConfigs({ validateOnly: false, resources: described.resources.map((resource) => ({
+      type: ConfigResourceTypes.TOPIC, name: resource.resourceName, configEntries: [
+        ...resource.configEntries.filter((entry) => entry.configSource === ConfigSource.TOPIC_CONFIG && entry.configName !== 'max.message.bytes')
+          .map((entry) => ({ name: entry.configName, value: entry.configValue })),
+        ...(bytes === undefined ? [] : [{ name: 'max.message.bytes', value: String(bytes) }]),
+      ],
+    })) });
+  } finally {
+    await admin.disconnect();
+  }
 }

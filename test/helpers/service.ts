@@ -31,6 +31,8 @@ export interface TestService {
   kafka: { brokers: readonly string[]; topic(name: string): string };
   /** A new catalog with one key; `scopes` defaults to every scope. */
   newTenant(options?: { scopes?: string[]; tier?: string; name?: string }): Promise<Tenant>;
+  /** The JSON lines the service logged so far (at its LOG_LEVEL: none at the default `silent` under Node). */
+  logged(): Array<Record<string, unknown>>;
   /** Stops the service; the file's topics go with the service that made its database. */
   close(): Promise<void>;
 }
@@ -78,6 +80,14 @@ export async function startTestService(file: string, overrides: Record<string, s
     databaseUrl,
     orm,
     kafka: { brokers: started.brokers, topic: (name) => `${config.kafkaTopicPrefix}${name}` },
+    logged: () => started.log().split('\n').flatMap((line) => {
+      if (!line.startsWith('{')) return [];
+      try {
+        return [JSON.parse(line) as Record<string, unknown>];
+      } catch {
+        return [];
+      }
+    }),
     async newTenant(options = {}) {
       const em = orm.em.fork();
       tenantCounter += 1;
@@ -108,13 +118,27 @@ interface Started {
   config: Config;
   orm: Orm;
   brokers: readonly string[];
+  /** What the service logged so far. */
+  log(): string;
   stop(): Promise<void>;
 }
 
+// The end of what an in-process service logged, so a long run cannot grow without bound.
+const KEEP_LOG_CHARS = 4 * 1024 * 1024;
+
 async function inProcess(file: string, databaseUrl: string, overrides: Record<string, string>): Promise<Started> {
   const config = loadConfig(testEnv(file, databaseUrl, overrides));
-  const service = await startService(config, createLogger(config.logLevel));
-  return { url: service.url!, opsUrl: service.opsUrl, config, orm: service.orm, brokers: service.kafka.brokers, stop: service.close };
+  // Lines go to stdout as the service writes them, and are kept for the test to read.
+  const kept: string[] = [];
+  let size = 0;
+  const sink = { write(line: string) {
+    process.stdout.write(line);
+    kept.push(line);
+    size += line.length;
+    while (size > KEEP_LOG_CHARS && kept.length > 1) size -= kept.shift()!.length;
+  } };
+  const service = await startService(config, createLogger(config.logLevel, sink));
+  return { url: service.url!, opsUrl: service.opsUrl, config, orm: service.orm, brokers: service.kafka.brokers, log: () => kept.join(''), stop: service.close };
 }
 
 // Under Deno the service logs at warn, so that a failing test shows the child's own last words.
@@ -138,6 +162,7 @@ async function childProcess(file: string, databaseUrl: string, overrides: Record
       config,
       orm,
       brokers: config.kafkaBrokers ?? [],
+      log: () => `${launched.output().stdout}\n${launched.output().stderr}`,
       async stop() {
         const { code, signal } = await launched.stop();
         await orm.close();

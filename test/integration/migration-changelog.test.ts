@@ -1,19 +1,28 @@
-// Upgrading a database with items: migration 0010 writes each existing item's changelog record, the item exactly as GET returned it then.
+// Upgrading a database with items: migration 0010 writes each existing item's changelog record, the item exactly as GET returned it then, and the relay publishes it as asyncapi.yaml describes a record.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import type pg from 'pg';
+import { createOutboxRelay } from '../../consumers/relay/outbox-relay.ts';
 import { itemEventKey } from '../../domain/events/outbox.ts';
 import { getItem } from '../../domain/items/read.ts';
 import { newId } from '../../platform/ids.ts';
+import { loadConfig } from '../../platform/config/config.ts';
 import { openDatabase } from '../../platform/db/orm.ts';
 import type { Orm } from '../../platform/db/orm.ts';
+import { createKafkaClient } from '../../platform/kafka/client.ts';
+import type { KafkaClient } from '../../platform/kafka/client.ts';
+import { TOPICS, allTopicNames } from '../../platform/kafka/topics.ts';
 import { createLogger } from '../../platform/log/logger.ts';
 import { dropDatabase, freshDatabase, sqlClient } from '../helpers/database.ts';
+import { checkKafkaRecord } from '../helpers/asyncapi.ts';
+import { readTopic, sharedBrokers, topicPrefixFor } from '../helpers/kafka.ts';
 
 const logger = createLogger(process.env.TEST_LOG_LEVEL ?? 'warn');
 let databaseUrl: string;
 let orm: Orm;
 let db: pg.Client;
+let kafka: KafkaClient | undefined;
+const prefix = topicPrefixFor(import.meta.url);
 
 before(async () => {
   databaseUrl = await freshDatabase(import.meta.url);
@@ -23,6 +32,9 @@ before(async () => {
   db = await sqlClient(databaseUrl);
 });
 after(async () => {
+  // Unique prefixes pile up topics run after run; each costs the broker start-up time.
+  await kafka?.withAdmin((admin) => admin.deleteTopics({ topics: allTopicNames(prefix) })).catch(() => undefined);
+  await kafka?.disconnect();
   await db?.end();
   await orm?.close();
   if (databaseUrl) await dropDatabase(databaseUrl);
@@ -54,7 +66,8 @@ test('every item stored before the upgrade gets one record, equal to what GET an
 
   await orm.migrator.up();
 
-  const { rows } = await db.query<{ key: string; payload: string }>(`SELECT key, payload FROM outbox_events WHERE topic = 'catalog.items.v1' ORDER BY batch_id, ord`);
+  const { rows } = await db.query<{ key: string; payload: string; event_id: string }>(
+    `SELECT key, payload, event_id FROM outbox_events WHERE topic = 'catalog.items.v1' ORDER BY batch_id, ord`);
   assert.equal(rows.length, items.length);
   for (const [system, id] of items) {
     const row = rows.find((r) => r.key === itemEventKey(catalogId, system, id));
@@ -65,4 +78,23 @@ test('every item stored before the upgrade gets one record, equal to what GET an
     const then = { ...now, media: now.media.map(({ assetId: _a, contentSha256: _c, storedUrl: _s, renditions: _r, failure: _f, ...entry }) => entry) };
     assert.deepEqual(JSON.parse(row.payload), then, `${system}/${id}`);
   }
+
+  // Published, each is a record like any other: its catalogId first in the value, the headers of
+  // a record, `item.updated` as no event reports it. An item without media matches asyncapi.yaml
+  // whole; one with media keeps the media shape of that version (above).
+  const brokers = await sharedBrokers();
+  const config = loadConfig({ ...process.env, DATABASE_URL: databaseUrl, KAFKA_BROKERS: brokers.join(','), KAFKA_TOPIC_PREFIX: prefix, LOG_LEVEL: 'warn' });
+  kafka = await createKafkaClient(config, logger, { clientId: 'test-migration-changelog' });
+  assert.equal(await createOutboxRelay({ orm, databaseUrl, kafka, logger }).relayOnce(), items.length);
+  const records = await readTopic(brokers, `${prefix}${TOPICS.items}`, 30_000, false);
+  assert.equal(records.length, items.length);
+  for (const row of rows) {
+    const record = records.find((r) => r.key === row.key)!;
+    assert.deepEqual(record.headers, {
+      'event-id': row.event_id, 'event-type': 'item.updated', 'catalog-id': catalogId, 'content-type': 'application/json', 'schema-version': '1',
+    });
+    assert.deepEqual(JSON.parse(record.value!.toString('utf8')), { catalogId, ...JSON.parse(row.payload) });
+    assert.ok(record.value!.toString('utf8').startsWith(`{"catalogId":"${catalogId}","serviceId":`), 'the catalogId first');
+  }
+  checkKafkaRecord(`${prefix}${TOPICS.items}`, records.find((r) => r.key === itemEventKey(catalogId, 'erp', 'PLAIN'))!);
 });

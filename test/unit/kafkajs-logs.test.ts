@@ -44,3 +44,13 @@ test('faults kafkajs or the service recover from are warnings: a handler that lo
   await new Promise((resolve) => setImmediate(resolve));
   assert.deepEqual(lines.map((line) => line.level), [40, 40, 40, 40, 40, 50, 50]);
 });
+
+test('a record the broker refuses for good is not an error of kafkajs\' own: the relay that parks it logs it once', async () => {
+  const { lines, log } = capture();
+  const producer = (message: string) => ({ ...entry(logLevel.ERROR, message, { retryCount: 0, retryTime: 300 }), namespace: 'Producer' });
+  log(producer('The request included a message larger than the max message size the server will accept'));
+  log(producer('Failed to send messages: This message has failed its CRC checksum, exceeds the valid size, or is otherwise corrupt'));
+  log(producer('Failed to send messages: This server does not host this topic-partition'));
+  await new Promise((resolve) => setImmediate(resolve));
+  assert.deepEqual(lines.map((line) => line.level), [20, 20, 50]);
+});
