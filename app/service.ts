@@ -26,6 +26,7 @@ import { cachedReadiness } from '../platform/http/ops.ts';
 import { startOpsServer } from '../platform/http/ops-server.ts';
 import { createStorage } from '../platform/storage/create-storage.ts';
 import { startTracing } from '../platform/tracing.ts';
+import { runningWork } from '../platform/running-work.ts';
 
 export interface RunningService {
   orm: Orm;
@@ -118,10 +119,11 @@ export async function startService(config: Config, logger: Logger = createLogger
         await kafka.ensureTopics();
         return start();
       };
+      const imports = runningWork();
       const workers = [
-        startWhenKafkaAnswers('the import consumer', whenTopics(() => startImportConsumer({ config, kafka, orm, storage, metrics, logger })), logger),
+        startWhenKafkaAnswers('the import consumer', whenTopics(() => startImportConsumer({ config, kafka, orm, storage, metrics, logger, imports })), logger),
         startWhenKafkaAnswers('the webhook workers', whenTopics(() => startWebhookWorkers({ config, kafka, orm, metrics, logger })), logger),
-        startWhenKafkaAnswers('the media consumer', whenTopics(() => startMediaConsumer({ config, kafka, orm, storage, metrics, logger })), logger),
+        startWhenKafkaAnswers('the media consumer', whenTopics(() => startMediaConsumer({ config, kafka, orm, storage, metrics, logger, imports })), logger),
       ];
       // Stopped side by side: each consumer's stop waits out its fetch in flight (kafkajs' 5 s
       // long poll), which one after the other would add up.

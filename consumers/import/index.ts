@@ -16,6 +16,7 @@ import type { Logger } from '../../platform/log/logger.ts';
 import type { Metrics } from '../../platform/metrics.ts';
 import type { BatchCounts } from '../../domain/imports/job-store.ts';
 import type { ObjectStorage } from '../../platform/storage/storage.ts';
+import type { RunningWork } from '../../platform/running-work.ts';
 
 // Often enough that a crashed or full consumer's job starts within seconds in a process with room.
 export const SWEEP_MS = 3000;
@@ -36,6 +37,8 @@ export interface ImportConsumerOptions {
   /** The process's metrics: each committed batch's lines are counted. */
   readonly metrics?: Metrics;
   readonly logger: Logger;
+  /** The import jobs running in this process, counted for the media consumer to make room. */
+  readonly imports?: RunningWork;
 }
 
 /** Adds a committed batch's lines to the metrics, by outcome. */
@@ -85,6 +88,7 @@ export async function startImportConsumer(options: ImportConsumerOptions): Promi
     const current = running.get(jobId);
     if (current) return current;
     if (running.size >= capacity) return undefined;
+    const ended = options.imports?.begin();
     const run = detached(() => inSpan('import job', { parent: started ?? null, attributes: { 'catalog.import.id': jobId } }, () => processImport({
       orm: options.orm, storage, databaseUrl: options.config.databaseUrl, logger: log, mediaRefreshAgeHours: options.config.media.refreshAgeHours,
       source: { allowPrivate: options.config.outboundAllowPrivate, timeoutMs: SOURCE_TIMEOUT_MS },
@@ -96,7 +100,10 @@ export async function startImportConsumer(options: ImportConsumerOptions): Promi
         if (outcome === 'failed' || outcome === 'parked') options.metrics?.importFailures.inc({ outcome });
         return outcome;
       })
-      .finally(() => running.delete(jobId));
+      .finally(() => {
+        running.delete(jobId);
+        ended?.();
+      });
     running.set(jobId, run);
     return run;
   };

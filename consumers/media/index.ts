@@ -17,6 +17,7 @@ import type { Metrics } from '../../platform/metrics.ts';
 import type { Logger } from '../../platform/log/logger.ts';
 import { createHostGate } from '../../platform/outbound/host-gate.ts';
 import { createImageFetcher } from '../../platform/outbound/image-fetcher.ts';
+import type { RunningWork } from '../../platform/running-work.ts';
 import type { ObjectStorage } from '../../platform/storage/storage.ts';
 import { LEASE_RENEW_MS, createJobQueue } from './job-queue.ts';
 
@@ -35,6 +36,8 @@ export interface MediaConsumerOptions {
   /** The process's metrics: each finished job is counted by outcome. */
   readonly metrics?: Metrics;
   readonly logger: Logger;
+  /** The import jobs running in this process: while any runs, images in flight drop to MEDIA_CONCURRENCY_WHILE_IMPORTING. */
+  readonly imports?: RunningWork;
 }
 
 export interface MediaConsumer {
@@ -88,10 +91,13 @@ async function prepareDownloadDir(config: Config, log: Logger): Promise<string> 
  * asset in order); a job that fails for a reason a retry can fix (database, storage) keeps its
  * lease until it lapses, and is then queued again: finished jobs are skipped when redelivered.
  */
-export async function startMediaConsumer({ config, kafka, orm, storage, metrics, logger }: MediaConsumerOptions): Promise<MediaConsumer> {
+export async function startMediaConsumer({ config, kafka, orm, storage, metrics, logger, imports }: MediaConsumerOptions): Promise<MediaConsumer> {
   const log = logger.child({ component: 'media-consumer' });
   const db = orm.em.fork();
-  const gate = createHostGate({ total: config.media.concurrency, perHost: config.media.hostConcurrency });
+  // Downloads and renditions take the CPU an import's batches need: they yield while one runs (docs/media.md, "Lifecycle").
+  const totalFor = (importing: number) => (importing > 0 ? Math.min(config.media.concurrencyWhileImporting, config.media.concurrency) : config.media.concurrency);
+  const gate = createHostGate({ total: totalFor(imports?.count ?? 0), perHost: config.media.hostConcurrency });
+  imports?.onChange((importing) => gate.setTotal(totalFor(importing)));
   const downloadDir = await prepareDownloadDir(config, log);
   const fetcher = createImageFetcher({
     timeoutMs: config.media.timeoutMs,

@@ -107,6 +107,8 @@ export interface MediaConfig {
   readonly retries: number;
   /** MEDIA_CONCURRENCY: images in flight per consumer process (downloading, or being worked on). */
   readonly concurrency: number;
+  /** MEDIA_CONCURRENCY_WHILE_IMPORTING: the same while the process runs an import job, which then gets the CPU first. */
+  readonly concurrencyWhileImporting: number;
   /** MEDIA_ALLOWED_HOSTS: `host[:port]` entries the network guard lets through (an internal CDN). */
   readonly allowedHosts: readonly string[];
   /** MEDIA_HOST_CONCURRENCY: downloads in flight to one host per consumer process. */
@@ -267,6 +269,7 @@ export function loadConfig(env: Env = process.env): Config {
       timeoutMs: int(env, 'MEDIA_TIMEOUT_MS', 15_000, 1, 600_000),
       retries: int(env, 'MEDIA_RETRIES', 2, 0, 10),
       concurrency: int(env, 'MEDIA_CONCURRENCY', 32, 1, 256),
+      concurrencyWhileImporting: int(env, 'MEDIA_CONCURRENCY_WHILE_IMPORTING', 2, 1, 256),
       allowedHosts: Object.freeze((env.MEDIA_ALLOWED_HOSTS ?? '').split(',').map((h) => h.trim().toLowerCase()).filter((h) => h !== '')),
       hostConcurrency: int(env, 'MEDIA_HOST_CONCURRENCY', 4, 1, 256),
       renditions: renditions(env),

@@ -9,6 +9,8 @@ export interface HostGate {
   run<T>(host: string, work: (doneWithHost: () => void) => Promise<T>): Promise<T>;
   /** The host asked to be left alone for `ms` (429 or 503 with Retry-After): its next requests wait. */
   pause(host: string, ms: number): void;
+  /** Sets the total from now on: work past it already running goes on, the next waits for a slot. */
+  setTotal(total: number): void;
 }
 
 interface HostState {
@@ -71,6 +73,9 @@ export function createHostGate(options: { total: number; perHost: number }): Hos
     pause(host, ms) {
       const state = stateOf(host);
       state.pausedUntil = Math.max(state.pausedUntil, Date.now() + ms);
+    },
+    setTotal(n) {
+      total.concurrency = n;
     },
   };
 }
