@@ -25,6 +25,19 @@ export function traceExporterOf(env: Env): TraceExporter | undefined {
   return env.OTEL_EXPORTER_OTLP_ENDPOINT || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ? 'otlp' : undefined;
 }
 
+export type OtlpProtocol = 'http/protobuf' | 'http/json';
+
+/**
+ * OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, else OTEL_EXPORTER_OTLP_PROTOCOL: `http/protobuf` by
+ * default, as the specification says, and a quarter of JSON's bytes; `http/json` for a receiver
+ * that takes only JSON. gRPC is not bundled.
+ */
+export function otlpProtocolOf(env: Env): OtlpProtocol {
+  const named = (env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL || env.OTEL_EXPORTER_OTLP_PROTOCOL || 'http/protobuf').trim().toLowerCase();
+  if (named === 'http/protobuf' || named === 'http/json') return named;
+  throw new Error(`OTEL_EXPORTER_OTLP_PROTOCOL must be http/protobuf or http/json (gRPC is not bundled), got "${named}"`);
+}
+
 /** OTEL_TRACES_SAMPLER (and _ARG): always_on, always_off, traceidratio, or parentbased_ each (the default, parentbased_always_on). */
 function samplerOf(env: Env, sdk: typeof import('@opentelemetry/sdk-trace')) {
   const name = env.OTEL_TRACES_SAMPLER?.trim().toLowerCase() || 'parentbased_always_on';
@@ -45,12 +58,15 @@ function samplerOf(env: Env, sdk: typeof import('@opentelemetry/sdk-trace')) {
 export async function startTracing(env: Env, role: string): Promise<() => Promise<void>> {
   const exporterName = traceExporterOf(env);
   if (!exporterName || otel) return async () => {};
+  const protocol = exporterName === 'otlp' ? otlpProtocolOf(env) : undefined;
   const [api, sdk, core, hooks, resources, exporter] = await detached(() => Promise.all([
     import('@opentelemetry/api'), import('@opentelemetry/sdk-trace'), import('@opentelemetry/core'),
     import('@opentelemetry/context-async-hooks'), import('@opentelemetry/resources'),
     exporterName === 'zipkin'
       ? import('@opentelemetry/exporter-zipkin').then((m) => new m.ZipkinExporter())
-      : import('@opentelemetry/exporter-trace-otlp-http').then((m) => new m.OTLPTraceExporter()),
+      : protocol === 'http/json'
+        ? import('@opentelemetry/exporter-trace-otlp-http').then((m) => new m.OTLPTraceExporter())
+        : import('@opentelemetry/exporter-trace-otlp-proto').then((m) => new m.OTLPTraceExporter()),
   ]));
   api.context.setGlobalContextManager(new hooks.AsyncLocalStorageContextManager().enable());
   api.propagation.setGlobalPropagator(new core.W3CTraceContextPropagator());
