@@ -29,7 +29,7 @@ export type OtlpProtocol = 'http/protobuf' | 'http/json';
 
 /**
  * OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, else OTEL_EXPORTER_OTLP_PROTOCOL: `http/protobuf` by
- * default, as the specification says, and a quarter of JSON's bytes; `http/json` for a receiver
+ * default, as the specification says, and about a third of JSON's bytes; `http/json` for a receiver
  * that takes only JSON. gRPC is not bundled.
  */
 export function otlpProtocolOf(env: Env): OtlpProtocol {
