@@ -1,4 +1,4 @@
-// `npm run bench:traces`: the api role with traces off and on (OTLP to a loopback sink that discards), single upserts and bulk upserts, side by side in one run.
+// `npm run bench:traces`: the api role with traces off and on (OTLP to a loopback sink that discards), single upserts and bulk upserts, side by side in one run; `-- import`: bench:import's figures, off and on.
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { createServer } from 'node:http';
@@ -13,6 +13,7 @@ import { ensureKafka } from '../scripts/kafka.ts';
 import { freePort } from '../scripts/free-port.ts';
 import { dropBenchDatabase, freshBenchDatabase } from './database.ts';
 import { SERVICE_PROCESS_ENV } from './service-env.ts';
+import { traceImports } from './traces-import.ts';
 
 const DURATION = Number(process.env.BENCH_DURATION ?? 15);
 // Rounds of each side, alternated, so a busy moment of the machine weighs on both.
@@ -63,7 +64,15 @@ async function waitFor(url: string): Promise<void> {
 
 const stop = (child: ChildProcess) => new Promise<void>((done) => { child.once('exit', () => done()); child.kill('SIGTERM'); });
 
-async function main(): Promise<void> {
+/** The collector's side is not measured: a sink that reads each export and answers at once. */
+async function startSink(): Promise<{ url: string; bytes: () => number; close: () => void }> {
+  let exported = 0;
+  const sink = createServer((req, res) => { req.on('data', (chunk: Buffer) => { exported += chunk.length; }); req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end('{}')); });
+  await new Promise<void>((done) => sink.listen(0, '127.0.0.1', done));
+  return { url: `http://127.0.0.1:${(sink.address() as AddressInfo).port}`, bytes: () => exported, close: () => sink.close() };
+}
+
+async function upserts(sink: Awaited<ReturnType<typeof startSink>>): Promise<void> {
   const { brokers } = await ensureKafka({ dataDir: resolve('.data') });
   const databaseUrl = await freshBenchDatabase(ADMIN_URL, DB_NAME);
   const orm = await openDatabase({ databaseUrl, logger: createLogger('warn', 2), poolSize: 2 });
@@ -73,12 +82,8 @@ async function main(): Promise<void> {
     keys.push((await createApiKey(orm.em.fork(), { catalogId: catalog.id, scopes: ['catalog:write'], tier: 'enterprise', rateLimitPerMinute: 1_000_000_000 })).key);
   }
   await orm.close();
-  // The collector's side is not measured: a sink that reads each export and answers at once.
-  let exported = 0;
-  const sink = createServer((req, res) => { req.on('data', (chunk: Buffer) => { exported += chunk.length; }); req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end('{}')); });
-  await new Promise<void>((done) => sink.listen(0, '127.0.0.1', done));
   const env = { ...process.env, ...SERVICE_PROCESS_ENV, DATABASE_URL: databaseUrl, KAFKA_BROKERS: brokers.join(','), KAFKA_TOPIC_PREFIX: 'bench-traces.', LOG_LEVEL: 'warn', OPS_PORT: '0', HOST: '127.0.0.1' };
-  const tracing = { OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${(sink.address() as AddressInfo).port}` };
+  const tracing = { OTEL_EXPORTER_OTLP_ENDPOINT: sink.url };
   const ports = [await freePort(), await freePort()];
   const apis = [{}, tracing].map((extra, i) => spawn(process.execPath, ['cli/main.ts', 'serve', '--role', 'api'], { env: { ...env, ...extra, PORT: String(ports[i]) }, stdio: ['ignore', 'ignore', 'inherit'] }));
   const urls = ports.map((port) => `http://127.0.0.1:${port}`);
@@ -103,12 +108,17 @@ async function main(): Promise<void> {
     const bulkRates = [0, 0];
     for (let round = 0; round < ROUNDS; round += 1) for (const i of [0, 1]) bulkRates[i]! += (await bulk(urls[i]!, keys[i]!, `${round}-${Date.now()}`)) / ROUNDS;
     console.log(`bulk fresh ${bulkRates[0]!.toFixed(0).padStart(12)} items/s | ${bulkRates[1]!.toFixed(0).padStart(10)} items/s | ${((bulkRates[1]! / bulkRates[0]!) * 100).toFixed(0).padStart(4)} %   (1000-item bodies × ${BULK_BODIES}, one connection)`);
-    console.log(`spans exported to the sink: ${(exported / 1e6).toFixed(1)} MB`);
+    console.log(`spans exported to the sink: ${(sink.bytes() / 1e6).toFixed(1)} MB`);
   } finally {
     await Promise.all(apis.map(stop));
-    sink.close();
     await dropBenchDatabase(ADMIN_URL, DB_NAME);
   }
 }
 
-await main();
+const sink = await startSink();
+try {
+  if (process.argv[2] === 'import') await traceImports(sink, ROUNDS);
+  else await upserts(sink);
+} finally {
+  sink.close();
+}
