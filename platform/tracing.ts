@@ -130,6 +130,26 @@ export function startSpan(name: string, options: SpanOptions): Span | undefined 
 }
 
 /**
+ * One span for each group of `items` (`groupOf` gives its key; undefined: no span), shared by the
+ * group's items, and `start`ed from the group's first item and size: the records one change wrote
+ * (an import batch's lines) make one span where they are sent or read together, not one each.
+ */
+export function spanPerGroup<T>(
+  items: readonly T[], groupOf: (item: T) => string | undefined, start: (first: T, count: number) => Span | undefined,
+): Array<Span | undefined> {
+  if (!otel) return items.map(() => undefined);
+  const groups = Map.groupBy(items.flatMap((item) => {
+    const key = groupOf(item);
+    return key === undefined ? [] : [[key, item] as const];
+  }), ([key]) => key);
+  const spans = new Map([...groups].map(([key, members]) => [key, start(members[0]![1], members.length)]));
+  return items.map((item) => {
+    const key = groupOf(item);
+    return key === undefined ? undefined : spans.get(key);
+  });
+}
+
+/**
  * Runs `work` in a new span that ends when it settles (an error is recorded on it and thrown
  * on). Traces off, it is `work(undefined)`.
  */

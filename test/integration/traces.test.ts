@@ -159,5 +159,8 @@ test('an import is one trace: its start request, its work message, the job, each
   // The items' events were written by the batch: their publication is in its trace, under it.
   const ancestors = (span: ZipkinSpan | undefined): ZipkinSpan[] => (span === undefined ? [] : [span, ...ancestors(parentOf(span))]);
   assert.ok(ancestors(named('send catalog.events.v1')).includes(named('import batch')!), tree);
+  // The batch's events went to Kafka in one request: one send span for them all, not one each.
+  const sends = spans.filter((s) => s.name === 'send catalog.events.v1' && ancestors(s).includes(named('import batch')!));
+  assert.deepEqual(sends.map((s) => s.tags?.['messaging.batch.message_count']), ['2'], tree);
 });
 
