@@ -15,7 +15,7 @@ import type { TestService } from '../helpers/service.ts';
 const FILE = import.meta.filename;
 const STORAGE_DIR = mkdtempSync(join(tmpdir(), 'catalog-rebalance-storage-'));
 const LINES = 30_000;
-// Long enough to be running when a process stops, in the test of two jobs.
+// Many batches, so that a process stopped while it runs one leaves the job mid-way, in the test of two jobs.
 const JOB_LINES = 20_000;
 let service: TestService;
 let sql: Awaited<ReturnType<typeof sqlClient>>;
@@ -97,15 +97,24 @@ test('IMPORT_JOBS_PER_PROCESS=1: two jobs run in two processes, and a stopped pr
   const second = await consumers('second-of-one', one);
   const jobA = await startJob(opts, 'A', JOB_LINES);
   const jobB = await startJob(opts, 'B', JOB_LINES);
-  await waitForJob(opts, jobA, (j) => j.counts.processed > 0);
-  await waitForJob(opts, jobB, (j) => j.counts.processed > 0);
+  // Each job is held at its next batch's record from the moment it is seen running (the row lock
+  // its gate waits for), so that neither can end before the stop, however fast the machine.
+  const holder = await sqlClient(service.databaseUrl);
+  await holder.query('BEGIN');
+  for (const jobId of [jobA, jobB]) {
+    await waitForJob(opts, jobId, (j) => j.counts.processed > 0);
+    await holder.query('SELECT 1 FROM import_jobs WHERE id = $1 FOR UPDATE', [jobId]);
+  }
   const [ranFirst, ranSecond] = [ran(first.log()), ran(second.log())];
   assert.equal(ranFirst.length, 1, `the first process runs one job: ${ranFirst}`);
   assert.equal(ranSecond.length, 1, `the second process runs one job: ${ranSecond}`);
   assert.deepEqual([...ranFirst, ...ranSecond].sort(), [jobA, jobB].sort());
 
   // A graceful stop leaves the job at its batch boundary; the other process is full until its own job ends.
-  await stop(first);
+  const stopping = stop(first);
+  await holder.query('COMMIT');
+  await holder.end();
+  await stopping;
   for (const jobId of [jobA, jobB]) {
     const job = await waitForJob(opts, jobId);
     assert.equal(job.status, 'completed');
