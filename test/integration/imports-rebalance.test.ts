@@ -100,20 +100,25 @@ test('IMPORT_JOBS_PER_PROCESS=1: two jobs run in two processes, and a stopped pr
   // Each job is held at its next batch's record from the moment it is seen running (the row lock
   // its gate waits for), so that neither can end before the stop, however fast the machine.
   const holder = await sqlClient(service.databaseUrl);
-  await holder.query('BEGIN');
-  for (const jobId of [jobA, jobB]) {
-    await waitForJob(opts, jobId, (j) => j.counts.processed > 0);
-    await holder.query('SELECT 1 FROM import_jobs WHERE id = $1 FOR UPDATE', [jobId]);
+  let stopping: Promise<void>;
+  let ranFirst: string[];
+  let ranSecond: string[];
+  try {
+    await holder.query('BEGIN');
+    for (const jobId of [jobA, jobB]) {
+      await waitForJob(opts, jobId, (j) => j.counts.processed > 0);
+      await holder.query('SELECT 1 FROM import_jobs WHERE id = $1 FOR UPDATE', [jobId]);
+    }
+    [ranFirst, ranSecond] = [ran(first.log()), ran(second.log())];
+    assert.equal(ranFirst.length, 1, `the first process runs one job: ${ranFirst}`);
+    assert.equal(ranSecond.length, 1, `the second process runs one job: ${ranSecond}`);
+    assert.deepEqual([...ranFirst, ...ranSecond].sort(), [jobA, jobB].sort());
+    // A graceful stop leaves the job at its batch boundary; the other process is full until its own job ends.
+    stopping = stop(first);
+  } finally {
+    // Its transaction ends with it: the held batches go on.
+    await holder.end();
   }
-  const [ranFirst, ranSecond] = [ran(first.log()), ran(second.log())];
-  assert.equal(ranFirst.length, 1, `the first process runs one job: ${ranFirst}`);
-  assert.equal(ranSecond.length, 1, `the second process runs one job: ${ranSecond}`);
-  assert.deepEqual([...ranFirst, ...ranSecond].sort(), [jobA, jobB].sort());
-
-  // A graceful stop leaves the job at its batch boundary; the other process is full until its own job ends.
-  const stopping = stop(first);
-  await holder.query('COMMIT');
-  await holder.end();
   await stopping;
   for (const jobId of [jobA, jobB]) {
     const job = await waitForJob(opts, jobId);
