@@ -159,15 +159,10 @@ export function spanPerGroup<T>(
   items: readonly T[], groupOf: (item: T) => string | undefined, start: (first: T, count: number) => Span | undefined,
 ): Array<Span | undefined> {
   if (!otel) return items.map(() => undefined);
-  const groups = Map.groupBy(items.flatMap((item) => {
-    const key = groupOf(item);
-    return key === undefined ? [] : [[key, item] as const];
-  }), ([key]) => key);
-  const spans = new Map([...groups].map(([key, members]) => [key, start(members[0]![1], members.length)]));
-  return items.map((item) => {
-    const key = groupOf(item);
-    return key === undefined ? undefined : spans.get(key);
-  });
+  const keys = items.map(groupOf);
+  const groups = Map.groupBy(items.keys().filter((i) => keys[i] !== undefined), (i) => keys[i]!);
+  const spans = new Map([...groups].map(([key, positions]) => [key, start(items[positions[0]!]!, positions.length)]));
+  return keys.map((key) => (key === undefined ? undefined : spans.get(key)));
 }
 
 /**
