@@ -150,6 +150,12 @@ export function startSpan(name: string, options: SpanOptions): Span | undefined 
   return begun && otel!.tracer.startSpan(name, begun.start, begun.parent);
 }
 
+/** The spans of `spanPerGroup`: each once, to end (or fail); and each item's trace context, to hand on. */
+export interface GroupSpans {
+  readonly spans: readonly Span[];
+  readonly traceparents: ReadonlyArray<string | undefined>;
+}
+
 /**
  * One span for each group of `items` (`groupOf` gives its key; undefined: no span), shared by the
  * group's items, and `start`ed from the group's first item and size: the records one change wrote
@@ -157,12 +163,18 @@ export function startSpan(name: string, options: SpanOptions): Span | undefined 
  */
 export function spanPerGroup<T>(
   items: readonly T[], groupOf: (item: T) => string | undefined, start: (first: T, count: number) => Span | undefined,
-): Array<Span | undefined> {
-  if (!otel) return items.map(() => undefined);
+): GroupSpans {
+  if (!otel) return { spans: [], traceparents: items.map(() => undefined) };
   const keys = items.map(groupOf);
   const groups = Map.groupBy(items.keys().filter((i) => keys[i] !== undefined), (i) => keys[i]!);
-  const spans = new Map([...groups].map(([key, positions]) => [key, start(items[positions[0]!]!, positions.length)]));
-  return keys.map((key) => (key === undefined ? undefined : spans.get(key)));
+  const started = new Map([...groups].map(([key, positions]) => {
+    const span = start(items[positions[0]!]!, positions.length);
+    return [key, { span, traceparent: span && traceparent(span) }];
+  }));
+  return {
+    spans: [...started.values()].flatMap(({ span }) => (span ? [span] : [])),
+    traceparents: keys.map((key) => (key === undefined ? undefined : started.get(key)?.traceparent)),
+  };
 }
 
 /**

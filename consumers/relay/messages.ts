@@ -4,7 +4,7 @@ import { recordHeaders } from '../../domain/events/outbox.ts';
 import type { OutboxRecord } from '../../domain/events/outbox.ts';
 import { itemRecordOf, publishedItemRecord } from '../../domain/items/changelog.ts';
 import { TOPICS } from '../../platform/kafka/topics.ts';
-import { failSpan, spanPerGroup, startSpan, traceparent } from '../../platform/tracing.ts';
+import { failSpan, spanPerGroup, startSpan } from '../../platform/tracing.ts';
 
 /**
  * The record's messages, by topic: its own, and for an item event the item's changelog record
@@ -32,7 +32,7 @@ function addMessages(byTopic: Map<string, Message[]>, written: OutboxRecord, top
  */
 export async function sendRecords(records: readonly OutboxRecord[], topicOf: (logical: string) => string, sendBatch: (topicMessages: TopicMessages[]) => Promise<unknown>): Promise<void> {
   const byTopic = new Map<string, Message[]>();
-  const spans = spanPerGroup(records, (record) => (record.traceparent === null ? undefined : `${record.topic} ${record.traceparent}`),
+  const { spans, traceparents } = spanPerGroup(records, (record) => (record.traceparent === null ? undefined : `${record.topic} ${record.traceparent}`),
     (first, count) => startSpan(`send ${first.topic}`, {
       kind: 'producer', parent: first.traceparent,
       attributes: {
@@ -40,15 +40,13 @@ export async function sendRecords(records: readonly OutboxRecord[], topicOf: (lo
         ...(count === 1 ? { 'catalog.event.id': first.event_id } : { 'messaging.batch.message_count': count }),
       },
     }));
-  const contexts = new Map([...new Set(spans)].map((span) => [span, span && traceparent(span)]));
-  records.forEach((record, i) => addMessages(byTopic, record, topicOf, contexts.get(spans[i])));
-  const distinct = [...contexts.keys()];
+  records.forEach((record, i) => addMessages(byTopic, record, topicOf, traceparents[i]));
   try {
     await sendBatch([...byTopic].map(([topic, messages]) => ({ topic, messages })));
   } catch (error) {
-    for (const span of distinct) failSpan(span, (error as Error).message);
+    for (const span of spans) failSpan(span, (error as Error).message);
     throw error;
   } finally {
-    for (const span of distinct) span?.end();
+    for (const span of spans) span.end();
   }
 }

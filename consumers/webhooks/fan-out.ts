@@ -1,5 +1,5 @@
 // The fan-out consumer: every event on catalog.events.v1 becomes one pending delivery per matching webhook of its catalog.
-import { failSpan, spanPerGroup, startSpan, traceparent } from '../../platform/tracing.ts';
+import { failSpan, spanPerGroup, startSpan } from '../../platform/tracing.ts';
 import { randomUUID } from 'node:crypto';
 import type { KafkaMessage } from 'kafkajs';
 import { createDeliveries } from '../../domain/webhooks/fan-out.ts';
@@ -75,12 +75,11 @@ export async function startFanOut(options: FanOutOptions): Promise<RunningConsum
       const records = batch.messages.map((m) => toFanOutRecord(m, log)).filter((e): e is FanOutRecord => e !== undefined);
       // A consumer span per traced change (the events of an import batch share one); its
       // deliveries, and every attempt of them, continue it.
-      const spans = spanPerGroup(records, (r) => r.traceparent, (first, count) => startSpan(`process ${TOPICS.events}`, {
+      const { spans, traceparents } = spanPerGroup(records, (r) => r.traceparent, (first, count) => startSpan(`process ${TOPICS.events}`, {
         kind: 'consumer', parent: first.traceparent,
         attributes: { 'messaging.system': 'kafka', 'messaging.destination.name': batch.topic, ...(count > 1 ? { 'messaging.batch.message_count': count } : {}) },
       }));
-      const contexts = new Map([...new Set(spans)].map((span) => [span, span && traceparent(span)]));
-      const events = records.map((r, i) => (spans[i] ? { ...r, traceparent: contexts.get(spans[i]) } : r));
+      const events = records.map((r, i) => (traceparents[i] ? { ...r, traceparent: traceparents[i] } : r));
       const { dispatcher } = options;
       const slots = dispatcher.reserve(events.length * SLOTS_PER_EVENT);
       try {
@@ -99,10 +98,10 @@ export async function startFanOut(options: FanOutOptions): Promise<RunningConsum
         if (created > 0) log.debug({ partition: batch.partition, events: events.length, created, leased: leased.length }, 'deliveries created');
       } catch (error) {
         dispatcher.release(slots);
-        for (const span of contexts.keys()) failSpan(span, (error as Error).message);
+        for (const span of spans) failSpan(span, (error as Error).message);
         throw error;
       } finally {
-        for (const span of contexts.keys()) span?.end();
+        for (const span of spans) span.end();
       }
       await heartbeat();
     },
