@@ -9,6 +9,7 @@ import { ensureKafka, stopKafka } from '../../scripts/kafka.ts';
 import type { KafkaOptions } from '../../scripts/kafka.ts';
 import { silenceKafkajsTimerWarning } from '../../platform/kafka/kafkajs-quirks.ts';
 import { checkKafkaRecord, serviceTopic } from './asyncapi.ts';
+import { eventually } from './media.ts';
 import type { BrokerContainer } from './kafka-container.ts';
 import { runId } from './test-run.ts';
 
@@ -216,6 +217,14 @@ export async function setMaxMessageBytes(brokers: string[], topics: string[], by
         ...(bytes === undefined ? [] : [{ name: 'max.message.bytes', value: String(bytes) }]),
       ],
     })) });
+    // The controller takes the change at once; the broker applies it a moment later. Until it
+    // describes the new limit, a record sent to it meets the old one.
+    const applied = async () => (await admin.describeConfigs({ includeSynonyms: false, resources: topics.map((name) => ({ type: ConfigResourceTypes.TOPIC, name })) }))
+      .resources.every((resource) => {
+        const entry = resource.configEntries.find((e) => e.configName === 'max.message.bytes');
+        return bytes === undefined ? entry?.configSource !== ConfigSource.TOPIC_CONFIG : entry?.configValue === String(bytes);
+      });
+    await eventually(async () => (await applied()) || undefined, `max.message.bytes ${bytes ?? '(the default)'} on ${topics.join(', ')}`);
   } finally {
     await admin.disconnect();
   }
