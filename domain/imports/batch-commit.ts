@@ -11,11 +11,11 @@ import { importSource } from '../items/version-source.ts';
 import type { UpsertEntry } from '../items/upsert.ts';
 import { BATCH_LINES, linesToUpsert, outcomeOf, partOf, positionsIn } from './batch-pipeline.ts';
 import type { BatchTurn, LinesToUpsert, PreparedBatch } from './batch-pipeline.ts';
-import { batchRecordForWrite, recordBatch } from './batch-record.ts';
+import { batchRecordForWrite, recordBatch, recordKnownRun } from './batch-record.ts';
 import type { BatchPlace } from './batch-record.ts';
 import type { BatchCounts } from './job-store.ts';
 import { dryRunChanges, lineResults } from './line-results.ts';
-import type { LineResult } from './line-results.ts';
+import type { BatchResults } from './line-results.ts';
 import type { FileLine } from './line-reader.ts';
 import type { LineError } from './lines.ts';
 
@@ -45,7 +45,7 @@ function committed(job: BatchJob, last: FileLine, counts: BatchCounts): void {
 }
 
 const placeOf = (job: BatchJob, last: FileLine): BatchPlace =>
-  ({ jobId: job.jobId, fromLine: job.cursor.line, lastLine: last.lineNumber, endOffset: last.endOffset });
+  ({ jobId: job.jobId, fromLine: job.cursor.line, fromOffset: job.cursor.offset, lastLine: last.lineNumber, endOffset: last.endOffset });
 
 /**
  * Commits lines read, at most BATCH_LINES to a transaction: the lines' upserts, their line
@@ -90,13 +90,12 @@ export async function commitBatch(job: BatchJob, batch: PreparedBatch, knownLine
  */
 async function recordKnown(job: BatchJob, ids: readonly string[], last: FileLine): Promise<void> {
   const counts = { processed: ids.length, succeeded: 0, failed: 0, unchanged: ids.length, created: 0, updated: 0 };
-  const run = { firstLine: job.cursor.line + 1, offset: job.cursor.offset, ids };
-  if (!(await recordBatch(job.db(), placeOf(job, last), counts, [], [], job.dryRun, run))) throw new JobStopped();
+  if (!(await recordKnownRun(job.db(), placeOf(job, last), counts, ids, job.dryRun))) throw new JobStopped();
   committed(job, last, counts);
 }
 
 /** The batch's record in `db`'s transaction; JobStopped, rolling the batch back, when the gate refuses. */
-async function record(db: Db, job: BatchJob, last: FileLine, counts: BatchCounts, errors: readonly LineError[], results: readonly LineResult[]): Promise<void> {
+async function record(db: Db, job: BatchJob, last: FileLine, counts: BatchCounts, errors: readonly LineError[], results: BatchResults): Promise<void> {
   if (!(await recordBatch(db, placeOf(job, last), counts, errors, results, job.dryRun))) throw new JobStopped();
 }
 
@@ -132,7 +131,7 @@ async function commitLinesOnce(
     const outcome = outcomeOf(part, lines, entries);
     const changes = job.dryRun ? await dryRunChanges(tx, job.catalogId, entries) : undefined;
     await turn.aheadCommitted;
-    await record(tx, job, last, outcome.counts, outcome.batchErrors, lineResults(lines, entries, changes));
+    await record(tx, job, last, outcome.counts, outcome.batchErrors, lineResults(lines, entries, changes ? { changes } : {}));
     return outcome.counts;
   });
   committed(job, last, counts);
@@ -156,7 +155,7 @@ async function commitInOneStatement(job: BatchJob, part: PreparedBatch, lines: L
     const known = outcomeOf(part, lines, entries);
     const byIndex: UpsertEntry[] = [];
     for (const entry of entries) byIndex[entry.index] = entry;
-    return batchRecordForWrite(placeOf(job, last), known.counts, known.batchErrors, lineResults(lines, byIndex), writing);
+    return batchRecordForWrite(placeOf(job, last), known.counts, known.batchErrors, lineResults(lines, byIndex, { inWrite: true }), writing);
   };
   let entries: UpsertEntry[] = [];
   try {

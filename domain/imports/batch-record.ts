@@ -4,7 +4,7 @@ import type { Db } from '../../platform/db/sql.ts';
 import { storableText } from '../../platform/db/storable-text.ts';
 import type { BatchRecord } from '../items/store.ts';
 import type { BatchCounts } from './job-store.ts';
-import type { LineResult } from './line-results.ts';
+import type { BatchResults } from './line-results.ts';
 import type { LineError } from './lines.ts';
 
 /** Where a batch leaves the job: its last line, and the cursor it found (another processor may have moved it). */
@@ -12,6 +12,8 @@ export interface BatchPlace {
   readonly jobId: string;
   /** The resume line this run last recorded: the batch applies only while the job's is still this one. */
   readonly fromLine: number;
+  /** Where the batch's lines start in the file: the byte offset the resume cursor recorded with fromLine. */
+  readonly fromOffset: number;
   readonly lastLine: number;
   readonly endOffset: number;
 }
@@ -23,36 +25,34 @@ const errorsJson = (errors: readonly LineError[]) =>
     m: storableText(e.errorMessage), r: storableText(e.rawLine),
   })));
 
-// The same door for the lines filled in by the database: identities come from the file.
-const resultsJson = (results: readonly LineResult[]) =>
-  JSON.stringify(results.map((r) => ('r' in r ? r : { ...r, s: storableText(r.s), e: storableText(r.e) })));
+// The results as the CTE `result_input` takes them; rendered lines are JSON.stringify's, storable whatever a line held.
+const resultInput = (results: BatchResults) =>
+  [results.lines, results.codes, results.ids, results.rendered.length === 0 ? null : results.rendered.join('\n')] as const;
 
 /**
- * The CTE `results`: the batch's line results (the CTE `result_input`: `j` the JSON of
- * LineResult) as one import_results row, in line order, once `gate` (a CTE naming the job)
- * applies. A line rendered already goes in as it is; an update takes the changedFields the write
- * recorded on its item; in a write's statement (`written`), a line the write decides (`pending`)
- * takes its outcome from the rows written: one sent but not written was stored meanwhile with
- * the same content, unchanged. Rendered as JSON.stringify would (to_json escapes these strings
- * alike). The item is probed by its key (LATERAL … LIMIT 1 is never a hash join over the catalog).
+ * The CTE `results`: the batch's results as one import_results row, once `gate` (a CTE naming the
+ * job) applies: a code and an id a line, in line order, and the rendered lines (BatchResults,
+ * from the CTE `result_input`: lines, codes, ids, rendered, and the batch's place first_line and
+ * from_offset). An update's changedFields are those its write recorded on the item. In a write's
+ * statement (`written`), the items it was sent (`input`, each with its line in its version
+ * source) take their outcome from the rows written: one sent but not written was stored
+ * meanwhile with the same content, unchanged, its id probed by its key.
  */
 function resultsCte(written: boolean): string {
-  const status = written ? `CASE WHEN x.st = 'updated' THEN 'updated' WHEN w.id IS NULL THEN 'unchanged' WHEN w.inserted THEN 'created' ELSE 'updated' END` : 'x.st';
-  const id = written ? `coalesce(x.id, w.id, (SELECT s.id FROM items s WHERE s.catalog_id = g.catalog_id AND s.external_system = x.s AND s.external_id = x.e))` : 'x.id';
-  const changed = written ? 'coalesce(w.changed_fields, i.changed_fields)' : 'i.changed_fields';
   return `results AS (
-      INSERT INTO import_results (job_id, first_line, lines)
-      SELECT g.id, min(r.l), string_agg(r.line, E'\n' ORDER BY r.l)
-      FROM gate g, LATERAL (
-        SELECT x.l, coalesce(x.r, concat('{"lineNumber":', x.l, ',"status":"', f.st, '","externalSystem":', to_json(x.s),
-          ',"externalId":', to_json(x.e), CASE WHEN f.id IS NOT NULL THEN concat(',"serviceId":"', f.id, '"') END, ',"contentHash":"', x.h, '"',
-          CASE WHEN f.st = 'updated' AND f.changed IS NOT NULL THEN concat(',"changedFields":', to_json(f.changed)) END, '}')) AS line
-        FROM jsonb_to_recordset((SELECT j FROM result_input)) AS x(l int, r text, st text, s text, e text, h text, id uuid)
-        LEFT JOIN LATERAL (SELECT i.changed_fields FROM items i WHERE x.st = 'updated' AND i.id = x.id LIMIT 1) i ON true
-        ${written ? `LEFT JOIN written w ON x.st = 'pending' AND w.external_system = x.s AND w.external_id = x.e` : ''}
-        CROSS JOIN LATERAL (SELECT ${status} AS st, ${id} AS id, ${changed} AS changed) f
+      INSERT INTO import_results (job_id, first_line, from_offset, outcomes, ids, changed, lines)
+      SELECT g.id, p.first_line, p.from_offset, string_agg(r.code, '' ORDER BY r.line), array_agg(r.id ORDER BY r.line),
+        jsonb_agg(r.changed ORDER BY r.line) FILTER (WHERE r.code = 'u'), p.rendered
+      FROM gate g CROSS JOIN result_input p CROSS JOIN LATERAL (
+        SELECT d.line, d.code, d.id, CASE WHEN d.code = 'u' THEN (SELECT to_jsonb(i.changed_fields) FROM items i WHERE i.id = d.id) END AS changed
+        FROM unnest(p.lines, string_to_array(p.codes, NULL), p.ids) AS d(line, code, id)
+        ${written ? `UNION ALL
+        SELECT (x.source->>'lineNumber')::int, CASE WHEN w.id IS NULL THEN 'n' WHEN w.inserted THEN 'c' ELSE 'u' END,
+          coalesce(w.id, (SELECT s.id FROM items s WHERE s.catalog_id = g.catalog_id AND s.external_system = x.external_system AND s.external_id = x.external_id)),
+          to_jsonb(w.changed_fields)
+        FROM input x LEFT JOIN written w ON w.external_system = x.external_system AND w.external_id = x.external_id` : ''}
       ) r
-      GROUP BY g.id
+      GROUP BY g.id, p.first_line, p.from_offset, p.rendered
       ON CONFLICT (job_id, first_line) DO NOTHING
     )`;
 }
@@ -68,20 +68,13 @@ const RECORD_BATCH = prepared(`WITH errors AS (
       resume_line = $10, resume_offset = $11, updated_at = now()
     WHERE id = $1 AND status = 'processing' AND resume_line = $12
     RETURNING id, catalog_id, set_config('synchronous_commit', 'off', true)
-  ), result_input AS (SELECT $13::jsonb AS j),
+  ), result_input AS (SELECT $13::int[] AS lines, $14::text AS codes, $15::uuid[] AS ids, $16::text AS rendered, $12::int + 1 AS first_line, $17::bigint AS from_offset),
   ${resultsCte(false)}, known_run AS (
-    INSERT INTO import_results (job_id, first_line, from_offset, known_ids)
-    SELECT g.id, $14, $15, $16::uuid[] FROM gate g WHERE $16::uuid[] IS NOT NULL
+    INSERT INTO import_results (job_id, first_line, from_offset, outcomes, ids)
+    SELECT g.id, p.first_line, p.from_offset, repeat('n', cardinality($18::uuid[])), $18::uuid[] FROM gate g, result_input p WHERE $18::uuid[] IS NOT NULL
     ON CONFLICT (job_id, first_line) DO NOTHING
   )
   SELECT id FROM gate`);
-
-/** A run of lines proved stored by their fingerprint, from `firstLine` at byte `offset`, whose items have `ids`. */
-export interface KnownRun {
-  readonly firstLine: number;
-  readonly offset: number;
-  readonly ids: readonly string[];
-}
 
 /**
  * A batch's line errors, results, counters and resume cursor, in the batch's transaction. False,
@@ -90,13 +83,28 @@ export interface KnownRun {
  * commit does not wait for the WAL flush, so a database crash can lose only the last batches,
  * each whole with its cursor, and the job simply redoes exactly those lines.
  */
-export async function recordBatch(
-  db: Db, place: BatchPlace, counts: BatchCounts, errors: readonly LineError[], results: readonly LineResult[], dryRun: boolean, known?: KnownRun,
+export async function recordBatch(db: Db, place: BatchPlace, counts: BatchCounts, errors: readonly LineError[], results: BatchResults, dryRun: boolean): Promise<boolean> {
+  return record(db, place, counts, errors, results, dryRun, null);
+}
+
+/**
+ * recordBatch for a run of lines all proved stored by their fingerprint, from the batch's place
+ * on, whose items have `ids` (in line order): their results are one row of those ids, the lines
+ * read again from the job's file when the results are read (a re-import writes no more).
+ */
+export function recordKnownRun(db: Db, place: BatchPlace, counts: BatchCounts, ids: readonly string[], dryRun: boolean): Promise<boolean> {
+  return record(db, place, counts, [], NO_RESULTS, dryRun, ids);
+}
+
+const NO_RESULTS: BatchResults = { lines: [], codes: '', ids: [], rendered: [] };
+
+async function record(
+  db: Db, place: BatchPlace, counts: BatchCounts, errors: readonly LineError[], results: BatchResults, dryRun: boolean, knownIds: readonly string[] | null,
 ): Promise<boolean> {
   const rows = await query(db, RECORD_BATCH, [
     place.jobId, errorsJson(errors), counts.processed, counts.succeeded, counts.failed, counts.unchanged, counts.failed,
     dryRun ? counts.created : 0, dryRun ? counts.updated : 0, place.lastLine, place.endOffset, place.fromLine,
-    resultsJson(results), known?.firstLine ?? null, known?.offset ?? null, known ? known.ids : null,
+    ...resultInput(results), place.fromOffset, knownIds,
   ]);
   return rows.length > 0;
 }
@@ -109,10 +117,11 @@ const WRITTEN_RESULTS = sql.raw(resultsCte(true));
  * line errors, results and counters. `succeeded` counts the rows the write returns; the items it
  * sends but does not write (a concurrent writer stored the same content first) count as
  * unchanged. `counts` are those known before the write; `writing` is how many items the write
- * sends, whose `results` are `pending`.
+ * sends, which have no line in `results`.
  */
-export function batchRecordForWrite(place: BatchPlace, counts: BatchCounts, errors: readonly LineError[], results: readonly LineResult[], writing: number): BatchRecord {
+export function batchRecordForWrite(place: BatchPlace, counts: BatchCounts, errors: readonly LineError[], results: BatchResults, writing: number): BatchRecord {
   const failed = sql`${counts.failed}::int`;
+  const [lines, codes, ids, rendered] = resultInput(results);
   return {
     gate: sql`SELECT id, catalog_id FROM import_jobs WHERE id = ${place.jobId}::uuid AND status = 'processing' AND resume_line = ${place.fromLine}::bigint
       FOR NO KEY UPDATE`,
@@ -120,7 +129,8 @@ export function batchRecordForWrite(place: BatchPlace, counts: BatchCounts, erro
       INSERT INTO import_errors (job_id, line_number, external_id, error_type, error_message, raw_line)
       SELECT gate.id, e.l, e.x, e.t, e.m, e.r FROM gate, jsonb_to_recordset(${errorsJson(errors)}::jsonb) AS e(l int, x text, t text, m text, r text)
       ON CONFLICT (job_id, line_number) DO NOTHING
-    ), result_input AS (SELECT ${resultsJson(results)}::jsonb AS j),
+    ), result_input AS (SELECT ${lines}::int[] AS lines, ${codes}::text AS codes, ${ids}::uuid[] AS ids, ${rendered}::text AS rendered,
+      ${place.fromLine + 1}::int AS first_line, ${place.fromOffset}::bigint AS from_offset),
     ${WRITTEN_RESULTS}, recorded AS (
       UPDATE import_jobs j SET processed = processed + ${counts.processed}::int, succeeded = succeeded + w.n, failed = failed + ${failed},
         unchanged = unchanged + ${counts.unchanged}::int + (${writing}::int - w.n), error_count = error_count + ${failed},

@@ -2,7 +2,7 @@
 import type { ImportErrorType } from '../../generated/client.ts';
 import type { Db } from '../../platform/db/sql.ts';
 import { canonicalJson } from '../items/content-hash.ts';
-import { identityKey, identityOf } from '../items/keys.ts';
+import { identityKey } from '../items/keys.ts';
 import type { NormalizedItem } from '../items/normalized-item.ts';
 import { lookup } from '../items/store.ts';
 import type { UpsertEntry } from '../items/upsert.ts';
@@ -11,9 +11,6 @@ import type { ItemView } from '../items/view.ts';
 import type { LinesToUpsert } from './batch-pipeline.ts';
 import { errorMessageOf, errorTypeOf } from './lines.ts';
 
-/** A line's outcome in the results file (the contract's ImportLineResult). */
-type Outcome = 'created' | 'updated' | 'unchanged' | 'failed';
-
 /** A field a dry run would change: its stored and incoming values. */
 export interface FieldChange {
   readonly stored: unknown;
@@ -21,65 +18,83 @@ export interface FieldChange {
 }
 
 /**
- * A line's result as the batch's record takes it: rendered here (`r`, a line of the results
- * file), or what the database fills in (batch-record.ts): an update's changed fields, which the
- * write recorded on the item, and the outcome of an item the write's own statement decides
- * (`pending`).
+ * A batch's results as its record stores them (batch-record.ts): for each line decided here, in
+ * any order, its number, its outcome code and its item's id; a failed line, and every line of a
+ * dry run, rendered whole. The record adds the lines its write decides (those with no entry yet)
+ * and keeps, a line, its code and id: the rest is rendered when the results are read
+ * (results.ts), from the job's file.
  */
-export type LineResult =
-  | { l: number; r: string }
-  | { l: number; st: 'pending' | 'updated'; s: string; e: string; h: string; id?: string };
+export interface BatchResults {
+  readonly lines: number[];
+  /** A character a line: c created, u updated, n unchanged, r rendered. */
+  readonly codes: string;
+  readonly ids: Array<string | null>;
+  /** The rendered lines, in line order. */
+  readonly rendered: string[];
+}
+
+const CODES = { created: 'c', updated: 'u', unchanged: 'n' } as const;
+export type Outcome = keyof typeof CODES | 'failed';
+export const OUTCOMES: Readonly<Record<string, Outcome>> = { c: 'created', u: 'updated', n: 'unchanged' };
 
 /** A line of the results file, its fields in the contract's order; absent ones left out. */
-function rendered(lineNumber: number, status: Outcome, fields: {
+export function renderedLine(lineNumber: number, status: Outcome, fields: {
   externalSystem?: string; externalId?: string | null; serviceId?: string; contentHash?: string;
   changedFields?: string[]; changes?: Record<string, FieldChange>; errorType?: ImportErrorType; errorMessage?: string;
-}): LineResult {
+}): string {
   const { externalSystem, externalId, serviceId, contentHash, changedFields, changes, errorType, errorMessage } = fields;
-  return { l: lineNumber, r: JSON.stringify({
+  return JSON.stringify({
     lineNumber, status, externalSystem, externalId: externalId ?? undefined, serviceId, contentHash, changedFields, changes, errorType, errorMessage,
-  }) };
+  });
 }
 
-/** Each line of a batch's result, given the entries of its lines that went through the upsert path (by position; an absent one is pending). */
-export function lineResults(lines: LinesToUpsert, entries: ReadonlyArray<UpsertEntry | undefined>, changes?: ReadonlyMap<number, Record<string, FieldChange>>): LineResult[] {
-  const results: LineResult[] = lines.lineErrors.map((error) =>
-    rendered(error.lineNumber, 'failed', { externalId: error.externalId, errorType: error.errorType, errorMessage: error.errorMessage }));
-  for (const { lineNumber, item } of lines.knownLines) {
-    const { externalSystem, externalId } = identityOf(item.key);
-    results.push(rendered(lineNumber, 'unchanged', { externalSystem, externalId, serviceId: item.id, contentHash: item.contentHash }));
+/**
+ * Each line's result as far as the batch decides it, given the entries of its lines that went
+ * through the upsert path (by position). An absent entry is an item the write's own statement
+ * decides (`inWrite`); a dry run (`changes`, each would-be update's fields) renders every line.
+ */
+export function lineResults(lines: LinesToUpsert, entries: ReadonlyArray<UpsertEntry | undefined>, options: { changes?: ReadonlyMap<number, Record<string, FieldChange>>; inWrite?: boolean } = {}): BatchResults {
+  const { changes, inWrite = false } = options;
+  const decided: Array<{ line: number; code: string; id: string | null; text?: string }> = [];
+  const render = (line: number, text: string) => decided.push({ line, code: 'r', id: null, text });
+  for (const error of lines.lineErrors) {
+    render(error.lineNumber, renderedLine(error.lineNumber, 'failed', { externalId: error.externalId, errorType: error.errorType, errorMessage: error.errorMessage }));
   }
+  for (const { lineNumber, item } of lines.knownLines) decided.push({ line: lineNumber, code: 'n', id: item.id });
   const items = new Map(lines.items.valid.map((input) => [input.index, input.item]));
-  lines.valueLines.forEach((line, index) => {
+  lines.valueLines.forEach(({ lineNumber }, index) => {
     const entry = entries[index];
     const item = items.get(index);
-    const identity = item ? { s: item.externalSystem, e: item.externalId, h: item.contentHash } : undefined;
     if (entry?.status === 'error') {
-      results.push(rendered(line.lineNumber, 'failed', {
+      render(lineNumber, renderedLine(lineNumber, 'failed', {
         ...(item ? { externalSystem: item.externalSystem } : {}), externalId: entry.externalId, errorType: errorTypeOf(entry.error), errorMessage: errorMessageOf(entry.error),
       }));
-    } else if (identity === undefined) {
-      return;
-    } else if (entry === undefined) {
-      results.push({ l: line.lineNumber, st: 'pending', ...identity });
-    } else if (entry.status === 'updated' && !changes) {
-      results.push({ l: line.lineNumber, st: 'updated', ...identity, id: entry.serviceId });
-    } else {
-      const changed = changes?.get(index);
-      results.push(rendered(line.lineNumber, entry.status, {
-        externalSystem: identity.s, externalId: identity.e, serviceId: entry.serviceId, contentHash: identity.h,
+    } else if (entry === undefined || item === undefined) {
+      // Positions must cover every line: a line left out would shift the ones after it.
+      if (!inWrite || item === undefined) throw new Error(`line ${lineNumber} of the batch has no outcome`);
+    } else if (changes) {
+      const changed = changes.get(index);
+      render(lineNumber, renderedLine(lineNumber, entry.status, {
+        externalSystem: item.externalSystem, externalId: item.externalId, serviceId: entry.serviceId, contentHash: item.contentHash,
         ...(changed ? { changedFields: Object.keys(changed), changes: changed } : {}),
       }));
+    } else {
+      decided.push({ line: lineNumber, code: CODES[entry.status], id: entry.serviceId });
     }
   });
-  return results;
+  decided.sort((a, b) => a.line - b.line);
+  return {
+    lines: decided.map((d) => d.line), codes: decided.map((d) => d.code).join(''), ids: decided.map((d) => d.id),
+    rendered: decided.flatMap((d) => (d.text === undefined ? [] : [d.text])),
+  };
 }
 
-/** The results file's line for a line proved stored by its fingerprint. */
-export function knownLineText(lineNumber: number, item: NormalizedItem, serviceId: string): string {
-  return (rendered(lineNumber, 'unchanged', {
+/** The results file's line for a line whose outcome and item were kept as a code and an id (results.ts): rendered from the line's item. */
+export function keptLineText(lineNumber: number, status: Outcome, item: NormalizedItem, serviceId: string, changedFields: string[] | null): string {
+  return renderedLine(lineNumber, status, {
     externalSystem: item.externalSystem, externalId: item.externalId, serviceId, contentHash: item.contentHash,
-  }) as { r: string }).r;
+    ...(changedFields ? { changedFields } : {}),
+  });
 }
 
 /** The fields of the contract's Item an import line sets, as compared: names of categories and brands, media by URL, role and order. */

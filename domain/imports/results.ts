@@ -10,7 +10,7 @@ import { failedLineNumbers } from './job-store.ts';
 import type { JobRow } from './job-store.ts';
 import { findJob } from './jobs.ts';
 import { readLines } from './line-reader.ts';
-import { knownLineText } from './line-results.ts';
+import { OUTCOMES, keptLineText } from './line-results.ts';
 import { parseLine } from './lines.ts';
 import { copyLines } from './retry.ts';
 import { TERMINAL } from './view.ts';
@@ -29,26 +29,50 @@ async function endedJob(db: Db, catalogId: string, jobId: string): Promise<JobRo
 
 interface ResultRow {
   first_line: number;
-  lines: string | null;
   from_offset: string | null;
-  known_ids: string[] | null;
+  outcomes: string;
+  ids: Array<string | null> | null;
+  changed: Array<string[] | null> | null;
+  lines: string | null;
 }
 
-/** A run of lines proved stored: each read again from the job's file, its item's identity and hash from its bytes. */
-async function* knownRun(storage: ObjectStorage, path: string, row: ResultRow): AsyncGenerator<string> {
-  const ids = row.known_ids!;
+// A row whose lines are all rendered already needs nothing from the file.
+const ALL_RENDERED = /^r*$/;
+
+/**
+ * A batch's results from its row (migration 0022): each line of the job's file from the row's
+ * place, by position in `outcomes`, is the next rendered line, or rendered now from the line's
+ * own item (its identity and content hash, as when it was imported), its id and, for an
+ * update, its changed fields.
+ */
+async function* rowLines(storage: ObjectStorage, path: string, row: ResultRow): AsyncGenerator<string> {
+  const rendered = row.lines?.split('\n') ?? [];
+  if (ALL_RENDERED.test(row.outcomes)) {
+    for (const line of rendered) yield `${line}\n`;
+    return;
+  }
   const offset = Number(row.from_offset);
   const stream = await storage.read(path, offset);
-  let i = 0;
+  let position = 0;
+  let nextRendered = 0;
+  let nextChanged = 0;
   try {
     for await (const line of readLines(stream, { line: row.first_line - 1, offset })) {
-      const parsed = parseLine(line);
-      const normalized = parsed.ok ? normalizeItem(parsed.value) : undefined;
-      // A line proved stored is the one that wrote its item: it parses and normalizes as it did then.
-      if (!normalized?.ok) throw new Error(`line ${line.lineNumber} of the job's file no longer reads as the item it stored`);
-      yield `${knownLineText(line.lineNumber, normalized.item, ids[i]!)}\n`;
-      i += 1;
-      if (i === ids.length) return;
+      const code = row.outcomes[position]!;
+      if (code === 'r') {
+        yield `${rendered[nextRendered]}\n`;
+        nextRendered += 1;
+      } else {
+        const parsed = parseLine(line);
+        const normalized = parsed.ok ? normalizeItem(parsed.value) : undefined;
+        // A line kept as a code is one that wrote or matched its item: it parses and normalizes as it did then.
+        if (!normalized?.ok) throw new Error(`line ${line.lineNumber} of the job's file no longer reads as the item it imported`);
+        const changed = code === 'u' ? row.changed?.[nextChanged] ?? null : null;
+        if (code === 'u') nextChanged += 1;
+        yield `${keptLineText(line.lineNumber, OUTCOMES[code]!, normalized.item, row.ids![position]!, changed)}\n`;
+      }
+      position += 1;
+      if (position === row.outcomes.length) return;
     }
   } finally {
     stream.destroy();
@@ -62,12 +86,9 @@ export async function resultsFile(db: Db, storage: ObjectStorage, catalogId: str
     let after = 0;
     for (;;) {
       const rows = await query<ResultRow>(db,
-        `SELECT first_line, lines, from_offset, known_ids FROM import_results WHERE job_id = $1 AND first_line > $2
+        `SELECT first_line, from_offset, outcomes, ids, changed, lines FROM import_results WHERE job_id = $1 AND first_line > $2
           ORDER BY first_line LIMIT $3`, [jobId, after, ROWS_A_PAGE]);
-      for (const row of rows) {
-        if (row.lines !== null) yield `${row.lines}\n`;
-        else yield* knownRun(storage, job.storage_path, row);
-      }
+      for (const row of rows) yield* rowLines(storage, job.storage_path, row);
       if (rows.length < ROWS_A_PAGE) return;
       after = rows.at(-1)!.first_line;
     }

@@ -126,12 +126,23 @@ test('a re-import that finds its lines stored by their bytes keeps its results s
   assert.equal(first.counts.succeeded, 1200);
   const again = await runImport(opts(tenant), file);
   assert.equal(again.counts.unchanged, 1200);
-  // Most of the second job's lines were proved stored by their fingerprints: runs kept as ids.
-  const runs = (await sql.query('SELECT coalesce(sum(cardinality(known_ids)), 0)::int AS n FROM import_results WHERE job_id = $1', [again.id])).rows[0].n;
-  assert.ok(runs >= 500, `${runs} lines kept as runs`);
+  // Every line kept as a code and an id, none rendered: created lines by the first job, and most
+  // of the second job's proved stored by their fingerprints, whole runs of them in a row.
+  const kept = async (jobId: string) => (await sql.query(`SELECT string_agg(outcomes, '' ORDER BY first_line) AS outcomes,
+    count(lines)::int AS rendered, count(*)::int AS rows FROM import_results WHERE job_id = $1`, [jobId])).rows[0];
+  assert.deepEqual(await kept(first.id), { outcomes: 'c'.repeat(1200), rendered: 0, rows: 12 });
+  const { rows, ...rest } = await kept(again.id);
+  assert.deepEqual(rest, { outcomes: 'n'.repeat(1200), rendered: 0 });
+  assert.ok(rows < 12, `${rows} rows: no run of lines kept longer than a batch`);
   const before = await results(tenant, first.id);
   const after_ = await results(tenant, again.id);
   assert.equal(after_.length, 1200);
+  // Before and after the blank lines, each line names its own item: lines 600 and 603 of the file are K-599 and K-600.
+  const [k599, k600] = [await stored(tenant, 'K-599'), await stored(tenant, 'K-600')];
+  assert.deepEqual(before.slice(599, 601), [
+    { lineNumber: 600, status: 'created', externalSystem: 'erp', externalId: 'K-599', serviceId: k599.serviceId, contentHash: k599.contentHash },
+    { lineNumber: 603, status: 'created', externalSystem: 'erp', externalId: 'K-600', serviceId: k600.serviceId, contentHash: k600.contentHash },
+  ]);
   // The same lines, identities, ids and hashes as when they were created; blank lines not counted.
   assert.deepEqual(after_, before.map((r) => ({ ...r, status: 'unchanged' })));
 });

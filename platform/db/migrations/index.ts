@@ -20,6 +20,7 @@ import { ImportResults } from './0018-import-results.ts';
 import { ItemVersions } from './0019-item-versions.ts';
 import { WebhookFilters } from './0020-webhook-filters.ts';
 import { OrderedWebhooks } from './0021-ordered-webhooks.ts';
+import { CompactImportResults } from './0022-compact-import-results.ts';
 
 export const migrations: MigrationObject[] = [
   { name: '0001-initial-schema', class: InitialSchema },
@@ -42,4 +43,5 @@ export const migrations: MigrationObject[] = [
   { name: '0019-item-versions', class: ItemVersions },
   { name: '0020-webhook-filters', class: WebhookFilters },
   { name: '0021-ordered-webhooks', class: OrderedWebhooks },
+  { name: '0022-compact-import-results', class: CompactImportResults },
 ];
