@@ -38,7 +38,7 @@ export type Outcome = keyof typeof CODES | 'failed';
 export const OUTCOMES: Readonly<Record<string, Outcome>> = { c: 'created', u: 'updated', n: 'unchanged' };
 
 /** A line of the results file, its fields in the contract's order; absent ones left out. */
-export function renderedLine(lineNumber: number, status: Outcome, fields: {
+function renderedLine(lineNumber: number, status: Outcome, fields: {
   externalSystem?: string; externalId?: string | null; serviceId?: string; contentHash?: string;
   changedFields?: string[]; changes?: Record<string, FieldChange>; errorType?: ImportErrorType; errorMessage?: string;
 }): string {
