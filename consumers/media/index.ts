@@ -36,7 +36,10 @@ export interface MediaConsumerOptions {
   /** The process's metrics: each finished job is counted by outcome. */
   readonly metrics?: Metrics;
   readonly logger: Logger;
-  /** The import jobs running in this process: while any runs, images in flight drop to MEDIA_CONCURRENCY_WHILE_IMPORTING. */
+  /**
+   * The import jobs running in this process: while any runs, images in flight drop to
+   * MEDIA_CONCURRENCY_WHILE_IMPORTING; when one ends, the images held for it are queued.
+   */
   readonly imports?: RunningWork;
 }
 
@@ -128,6 +131,14 @@ export async function startMediaConsumer({ config, kafka, orm, storage, metrics,
   const queue = createJobQueue({ db, deps, counts, log, ...(metrics ? { onOutcome: (outcome: IngestOutcome) => metrics.mediaJobs.inc({ outcome }) } : {}) });
   const timer = setInterval(() => void queue.sweep(), LEASE_RENEW_MS);
   timer.unref();
+  // The images held for an import of this process go as soon as it ends; other processes' imports
+  // release theirs at the next sweep.
+  let importing = imports?.count ?? 0;
+  let stopped = false;
+  imports?.onChange((count) => {
+    if (count < importing && !stopped) void queue.sweep();
+    importing = count;
+  });
 
   const joining = kafka.runConsumer({
     groupId: `${kafka.topicPrefix}catalog.media.ingest`,
@@ -149,6 +160,7 @@ export async function startMediaConsumer({ config, kafka, orm, storage, metrics,
   });
   // A start that failed (Kafka away) leaves nothing running: the next attempt starts afresh.
   const running = await joining.catch(async (error: unknown) => {
+    stopped = true;
     clearInterval(timer);
     await queue.stop();
     fetcher.close();
@@ -158,6 +170,7 @@ export async function startMediaConsumer({ config, kafka, orm, storage, metrics,
   return {
     counts,
     async stop() {
+      stopped = true;
       clearInterval(timer);
       await running.stop();
       await queue.stop();

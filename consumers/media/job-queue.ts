@@ -1,6 +1,6 @@
 // The media consumer's jobs in memory: taken from Kafka under a lease in Postgres, run through the host gate (each asset's in order), queued again when a lease lapses.
 import { inSpan } from '../../platform/tracing.ts';
-import { leaseAssets, releaseAssets, takeLapsedLeases } from '../../domain/media/asset-store.ts';
+import { leaseAssets, leaseOrHoldAssets, releaseAssets, takeJobsToQueue } from '../../domain/media/asset-store.ts';
 import { assetKey, loadAssets } from '../../domain/media/assets.ts';
 import { ingestMedia } from '../../domain/media/ingest.ts';
 import type { IngestDeps, IngestOutcome } from '../../domain/media/ingest.ts';
@@ -25,10 +25,14 @@ class Stopped extends Error {}
 export interface JobQueue {
   /**
    * Leases the jobs' assets, then queues the jobs and returns once there is room for more: the
-   * caller commits their Kafka offsets then. A job waiting for a slow host holds up no other.
+   * caller commits their Kafka offsets then. A job waiting for a slow host holds up no other. A
+   * job whose catalog runs an import is held for it in Postgres instead, and left.
    */
   take(jobs: readonly MediaJob[]): Promise<void>;
-  /** Renews the held leases and queues lapsed ones again (run every LEASE_RENEW_MS). */
+  /**
+   * Renews the held leases, and queues again the jobs of lapsed ones and those held for an import
+   * that has ended (run every LEASE_RENEW_MS, and when an import of this process ends).
+   */
   sweep(): Promise<void>;
   /** Gives up the jobs not started (their leases lapse now), waits for the running ones. */
   stop(): Promise<void>;
@@ -89,22 +93,33 @@ export function createJobQueue(options: {
     async take(jobs) {
       const firsts = [...new Map(jobs.map((job) => [assetKey(job), job])).values()];
       const assets = await loadAssets(db, firsts);
-      await leaseAssets(db, [...assets.values()].map((a) => a.id), LEASE_SECONDS);
-      for (const job of jobs) enqueue(job, assets);
+      // Images wait for their catalog's import (docs/design.md, "Images wait for their catalog's
+      // import"); a job behind one of its asset's running here, or with nothing to do, goes on.
+      const holdable = new Set([...assets].filter(([key, asset]) => !tails.has(key) && !asset.doneForJob).map(([, asset]) => asset.id));
+      const heldForImport = await leaseOrHoldAssets(db, [...assets.values()].map((a) => a.id), holdable, LEASE_SECONDS);
+      for (const job of jobs) {
+        if (!heldForImport.has(assets.get(assetKey(job))?.id ?? '')) enqueue(job, assets);
+      }
+      if (heldForImport.size > 0) log.debug({ held: heldForImport.size }, 'media jobs held until their catalog\'s import ends');
       while (pending >= MAX_HELD_JOBS && !stopping) await new Promise<void>((resolve) => roomWaiters.push(resolve));
     },
     async sweep() {
       try {
         await leaseAssets(db, [...held.keys()], LEASE_SECONDS, { renew: true });
-        const lapsed = await db.transactional(async (tx) => {
-          const taken = await takeLapsedLeases(tx, SWEEP_LIMIT);
-          await writeOutbox(tx, taken.map((a) => messageRow({
-            topic: TOPICS.media, key: a.source_url_hash,
-            body: { catalogId: a.catalog_id, sourceUrlHash: a.source_url_hash, url: a.source_url, refresh: a.status === 'ingested', queuedAt: a.queued_at, externalIds: [] } satisfies MediaJob,
-          })));
-          return taken.length;
-        });
-        if (lapsed > 0) log.warn({ lapsed }, 'queued media jobs again whose consumer let their lease lapse');
+        for (;;) {
+          const taken = await db.transactional(async (tx) => {
+            const due = await takeJobsToQueue(tx, SWEEP_LIMIT);
+            await writeOutbox(tx, due.map((a) => messageRow({
+              topic: TOPICS.media, key: a.source_url_hash,
+              body: { catalogId: a.catalog_id, sourceUrlHash: a.source_url_hash, url: a.source_url, refresh: a.status === 'ingested', queuedAt: a.queued_at, externalIds: [] } satisfies MediaJob,
+            })));
+            return due;
+          });
+          const lapsed = taken.filter((a) => !a.held).length;
+          if (lapsed > 0) log.warn({ lapsed }, 'queued media jobs again whose consumer let their lease lapse');
+          if (taken.length > lapsed) log.info({ released: taken.length - lapsed }, 'queued media jobs held for their catalog\'s import, which has ended');
+          if (taken.length < SWEEP_LIMIT) break;
+        }
       } catch (error) {
         log.error({ err: error }, 'media lease sweep failed; it runs again');
       }

@@ -118,27 +118,54 @@ export async function leaseAssets(db: Db, ids: readonly string[], seconds: numbe
     WHERE id = ANY($1::uuid[])${options.renew ? ' AND leased_until IS NOT NULL' : ''}`, [ids, seconds]);
 }
 
+// A job held for its catalog's import (docs/design.md, "Images wait for their catalog's import"):
+// a lease that never lapses, ended by takeJobsToQueue once no import of the catalog runs.
+const HELD_FOR_IMPORT = `'infinity'::timestamptz`;
+const IMPORTING = (asset: string) => `EXISTS (SELECT 1 FROM import_jobs j
+  WHERE j.catalog_id = ${asset}.catalog_id AND j.status = 'processing' AND NOT j.dry_run)`;
+
+/**
+ * Leases the assets of jobs a consumer takes (as leaseAssets) unless their catalog runs an import
+ * that writes: those of `holdable` are held for it instead, and returned, for the caller to leave
+ * them; takeJobsToQueue queues them again once the import has ended.
+ */
+export async function leaseOrHoldAssets(db: Db, ids: readonly string[], holdable: ReadonlySet<string>, seconds: number): Promise<Set<string>> {
+  if (ids.length === 0) return new Set();
+  const rows = await query<{ id: string; held: boolean }>(db, 'media.lease_or_hold_assets', `UPDATE media_assets a SET leased_until = CASE
+      WHEN a.id = ANY($2::uuid[]) AND ${IMPORTING('a')} THEN ${HELD_FOR_IMPORT} ELSE now() + $3 * interval '1 second' END
+    WHERE a.id = ANY($1::uuid[])
+    RETURNING a.id, a.leased_until = ${HELD_FOR_IMPORT} AS held`, [ids, [...holdable], seconds]);
+  return new Set(rows.filter((row) => row.held).map((row) => row.id));
+}
+
 /** Ends the leases of jobs a stopping consumer gives up before starting them: they are swept at once. */
 export async function releaseAssets(db: Db, ids: readonly string[]): Promise<void> {
   if (ids.length === 0) return;
   await query(db, 'media.release_assets', `UPDATE media_assets SET leased_until = now() WHERE id = ANY($1::uuid[]) AND leased_until IS NOT NULL`, [ids]);
 }
 
-/** An asset whose holder let its lease lapse (it crashed, or gave the job up): queued again. */
-export interface LapsedAsset {
+/** An asset whose job is queued again. */
+export interface RequeuedAsset {
   readonly catalog_id: string;
   readonly source_url_hash: string;
   readonly source_url: string;
   readonly status: StoredAsset['status'];
   readonly queued_at: string;
+  /** Its job was held for its catalog's import, now ended; otherwise its holder let the lease lapse (it crashed, or gave the job up). */
+  readonly held: boolean;
 }
 
-/** Takes up to `limit` lapsed leases (skipping rows another sweeper holds) and marks them queued now. */
-export function takeLapsedLeases(db: Db, limit: number): Promise<LapsedAsset[]> {
-  return query<LapsedAsset>(db, 'media.take_lapsed_leases', `UPDATE media_assets a SET leased_until = NULL, updated_at = now()
-    FROM (SELECT id FROM media_assets WHERE leased_until < now() ORDER BY leased_until LIMIT $1 FOR UPDATE SKIP LOCKED) lapsed
-    WHERE a.id = lapsed.id
-    RETURNING a.catalog_id, a.source_url_hash, a.source_url, a.status,
+/**
+ * Takes up to `limit` assets whose job must be queued again (skipping rows another sweeper
+ * holds) and marks them queued now: a lapsed lease, or a job held for an import that has ended.
+ */
+export function takeJobsToQueue(db: Db, limit: number): Promise<RequeuedAsset[]> {
+  return query<RequeuedAsset>(db, 'media.take_jobs_to_queue', `UPDATE media_assets a SET leased_until = NULL, updated_at = now()
+    FROM (SELECT m.id, m.leased_until = ${HELD_FOR_IMPORT} AS held FROM media_assets m
+      WHERE m.leased_until < now() OR (m.leased_until = ${HELD_FOR_IMPORT} AND NOT ${IMPORTING('m')})
+      ORDER BY m.leased_until LIMIT $1 FOR UPDATE OF m SKIP LOCKED) due
+    WHERE a.id = due.id
+    RETURNING a.catalog_id, a.source_url_hash, a.source_url, a.status, due.held,
       to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS queued_at`, [limit]);
 }
 
