@@ -59,6 +59,13 @@ export interface ItemRow {
   assets: AssetState[];
 }
 
+/**
+ * The asset of the item `i`'s media entry with this sourceUrlHash, looked up by its key. The
+ * LIMIT keeps it a lookup: flattened into a join, the planner (which expects 100 entries from
+ * jsonb_array_elements) reads and hashes every asset of the catalog for each item.
+ */
+const ASSET_OF = (hash: string) => `SELECT * FROM media_assets a WHERE a.catalog_id = i.catalog_id AND a.source_url_hash = ${hash} LIMIT 1`;
+
 /** A timestamptz column as the API's ISO 8601 UTC text with milliseconds. */
 export const isoTime = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
 
@@ -76,9 +83,8 @@ export const itemColumns = (categoryName: string, brandName: string) => `
     SELECT coalesce(jsonb_agg(jsonb_build_object('id', a.id, 'h', a.source_url_hash, 's', a.status, 'ct', a.content_type,
       'w', a.width, 'ht', a.height, 'bs', a.byte_size, 'sha', a.content_sha256, 'r', a.renditions,
       'fr', a.failure_reason, 'err', a.last_error, 'n', a.attempts, 'lc', ${isoTime('coalesce(a.last_checked_at, a.created_at)')})), '[]'::jsonb)
-    FROM media_assets a
-    WHERE a.catalog_id = i.catalog_id
-      AND a.source_url_hash IN (SELECT m ->> 'sourceUrlHash' FROM jsonb_array_elements(i.media) m)
+    FROM (SELECT DISTINCT m ->> 'sourceUrlHash' AS h FROM jsonb_array_elements(i.media) m) m
+    CROSS JOIN LATERAL (${ASSET_OF('m.h')}) a
   ) END AS assets`;
 
 // A nullable SQL value as JSON text ('null' for NULL); to_json escapes strings as JSON.stringify does.
@@ -120,7 +126,7 @@ export const itemJson = (categoryName: string, brandName: string) => {
         ',"failure":', ${FAILURE_JSON}, '}'),
         ',' ORDER BY m.o), ']')
       FROM jsonb_array_elements(i.media) WITH ORDINALITY AS m(e, o)
-      LEFT JOIN media_assets a ON a.catalog_id = i.catalog_id AND a.source_url_hash = m.e ->> 'sourceUrlHash') END`],
+      LEFT JOIN LATERAL (${ASSET_OF("m.e ->> 'sourceUrlHash'")}) a ON true) END`],
     ['contentHash', `'"', i.content_hash, '"'`],
     ['createdAt', `'"', ${isoTime('i.created_at')}, '"'`], ['updatedAt', `'"', ${isoTime('i.updated_at')}, '"'`],
   ];
