@@ -98,7 +98,12 @@ test('an import line goes through the same registration: new images are queued, 
   const jobs = (await mediaJobs(sql, tenant.catalogId)).length;
   const job = await runImport(opts(), file);
   assert.equal(job.status, 'completed');
-  assert.deepEqual((await mediaJobs(sql, tenant.catalogId)).slice(jobs).map((j) => j.key), [sourceUrlHash(origin.at('/import/new.png'))]);
+  const newHash = sourceUrlHash(origin.at('/import/new.png'));
+  const queued = (await mediaJobs(sql, tenant.catalogId)).slice(jobs);
+  // The registration's job names its items; one a consumer held for the running import is queued
+  // again after it, without them (docs/media.md, "Imports first").
+  assert.deepEqual(queued.filter((j) => j.body.externalIds.length > 0).map((j) => [j.key, j.body.externalIds]), [[newHash, ['IMP-1', 'IMP-2']]]);
+  assert.deepEqual([...new Set(queued.map((j) => j.key))], [newHash], 'no job for the known image');
   const settled = await settledItem(service.url, tenant.key, 'IMP-1');
   assert.deepEqual(settled.media.map((m) => [m.status, m.width]), [['ingested', 50], ['ingested', 70]]);
   assert.equal(origin.gets('/import/new.png'), 1);
