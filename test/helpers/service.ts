@@ -58,6 +58,10 @@ export function testEnv(file: string, databaseUrl: string, overrides: Record<str
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     SIGNING_SECRET: 'test-signing-secret-0123456789abcdef0123456789',
     DATA_DIR: mkdtempSync(join(tmpdir(), 'catalog-test-')),
+    // Pools of a test's size: two suites side by side, each with two files' services running,
+    // stay within a Postgres of 100 connections (docs/operations.md, "Connection budget").
+    API_DATABASE_CONNECTIONS: '8',
+    CONSUMERS_DATABASE_CONNECTIONS: '10',
     ...overrides,
   };
 }
