@@ -10,6 +10,7 @@ import { failedLineNumbers } from './job-store.ts';
 import type { JobRow } from './job-store.ts';
 import { findJob } from './jobs.ts';
 import { readLines } from './line-reader.ts';
+import type { FileLine, ReadPosition } from './line-reader.ts';
 import { OUTCOMES, keptLineText } from './line-results.ts';
 import { parseLine } from './lines.ts';
 import { copyLines } from './retry.ts';
@@ -40,42 +41,63 @@ interface ResultRow {
 const ALL_RENDERED = /^r*$/;
 
 /**
+ * The job's file, read forward: a row that starts where the last one ended (as the rows of a job
+ * do) reads on, so a results file reads the job's file once; one that starts elsewhere opens it
+ * again at its place (one ranged request with the s3 driver).
+ */
+function fileReader(storage: ObjectStorage, path: string) {
+  let open: { stream: Readable; lines: AsyncGenerator<FileLine>; end: number } | undefined;
+  const close = () => {
+    open?.stream.destroy();
+    open = undefined;
+  };
+  return {
+    /** The next non-empty line; `from`: the row's place, for a row's first line. */
+    async next(from?: ReadPosition): Promise<FileLine | undefined> {
+      if (from && open?.end !== from.offset) {
+        close();
+        const stream = await storage.read(path, from.offset);
+        open = { stream, lines: readLines(stream, from), end: from.offset };
+      }
+      const read = await open!.lines.next();
+      if (read.done) return undefined;
+      open!.end = read.value.endOffset;
+      return read.value;
+    },
+    close,
+  };
+}
+
+/**
  * A batch's results from its row (migration 0022): each line of the job's file from the row's
  * place, by position in `outcomes`, is the next rendered line, or rendered now from the line's
  * own item (its identity and content hash, as when it was imported), its id and, for an
  * update, its changed fields.
  */
-async function* rowLines(storage: ObjectStorage, path: string, row: ResultRow): AsyncGenerator<string> {
+async function* rowLines(file: ReturnType<typeof fileReader>, row: ResultRow): AsyncGenerator<string> {
   const rendered = row.lines?.split('\n') ?? [];
   if (ALL_RENDERED.test(row.outcomes)) {
     for (const line of rendered) yield `${line}\n`;
     return;
   }
-  const offset = Number(row.from_offset);
-  const stream = await storage.read(path, offset);
-  let position = 0;
   let nextRendered = 0;
   let nextChanged = 0;
-  try {
-    for await (const line of readLines(stream, { line: row.first_line - 1, offset })) {
-      const code = row.outcomes[position]!;
-      if (code === 'r') {
-        yield `${rendered[nextRendered]}\n`;
-        nextRendered += 1;
-      } else {
-        const parsed = parseLine(line);
-        const normalized = parsed.ok ? normalizeItem(parsed.value) : undefined;
-        // A line kept as a code is one that wrote or matched its item: it parses and normalizes as it did then.
-        if (!normalized?.ok) throw new Error(`line ${line.lineNumber} of the job's file no longer reads as the item it imported`);
-        const changed = code === 'u' ? row.changed?.[nextChanged] ?? null : null;
-        if (code === 'u') nextChanged += 1;
-        yield `${keptLineText(line.lineNumber, OUTCOMES[code]!, normalized.item, row.ids![position]!, changed)}\n`;
-      }
-      position += 1;
-      if (position === row.outcomes.length) return;
+  for (let position = 0; position < row.outcomes.length; position += 1) {
+    const line = await file.next(position === 0 ? { line: row.first_line - 1, offset: Number(row.from_offset) } : undefined);
+    if (!line) throw new Error(`the job's file ends before line ${row.first_line}'s batch does`);
+    const code = row.outcomes[position]!;
+    if (code === 'r') {
+      yield `${rendered[nextRendered]}\n`;
+      nextRendered += 1;
+      continue;
     }
-  } finally {
-    stream.destroy();
+    const parsed = parseLine(line);
+    const normalized = parsed.ok ? normalizeItem(parsed.value) : undefined;
+    // A line kept as a code is one that wrote or matched its item: it parses and normalizes as it did then.
+    if (!normalized?.ok) throw new Error(`line ${line.lineNumber} of the job's file no longer reads as the item it imported`);
+    const changed = code === 'u' ? row.changed?.[nextChanged] ?? null : null;
+    if (code === 'u') nextChanged += 1;
+    yield `${keptLineText(line.lineNumber, OUTCOMES[code]!, normalized.item, row.ids![position]!, changed)}\n`;
   }
 }
 
@@ -83,14 +105,19 @@ async function* rowLines(storage: ObjectStorage, path: string, row: ResultRow): 
 export async function resultsFile(db: Db, storage: ObjectStorage, catalogId: string, jobId: string): Promise<AsyncIterable<string>> {
   const job = await endedJob(db, catalogId, jobId);
   return (async function* () {
-    let after = 0;
-    for (;;) {
-      const rows = await query<ResultRow>(db,
-        `SELECT first_line, from_offset, outcomes, ids, changed, lines FROM import_results WHERE job_id = $1 AND first_line > $2
-          ORDER BY first_line LIMIT $3`, [jobId, after, ROWS_A_PAGE]);
-      for (const row of rows) yield* rowLines(storage, job.storage_path, row);
-      if (rows.length < ROWS_A_PAGE) return;
-      after = rows.at(-1)!.first_line;
+    const file = fileReader(storage, job.storage_path);
+    try {
+      let after = 0;
+      for (;;) {
+        const rows = await query<ResultRow>(db,
+          `SELECT first_line, from_offset, outcomes, ids, changed, lines FROM import_results WHERE job_id = $1 AND first_line > $2
+            ORDER BY first_line LIMIT $3`, [jobId, after, ROWS_A_PAGE]);
+        for (const row of rows) yield* rowLines(file, row);
+        if (rows.length < ROWS_A_PAGE) return;
+        after = rows.at(-1)!.first_line;
+      }
+    } finally {
+      file.close();
     }
   })();
 }

@@ -2,6 +2,8 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import * as api from '../../generated/client.ts';
+import { resultsFile } from '../../domain/imports/results.ts';
+import { createStorage } from '../../platform/storage/create-storage.ts';
 import { clientOptions, expectData, expectStatus } from '../helpers/client.ts';
 import { sqlClient } from '../helpers/database.ts';
 import { item, jsonl, runImport, startImportService } from '../helpers/imports.ts';
@@ -145,4 +147,17 @@ test('a re-import that finds its lines stored by their bytes keeps its results s
   ]);
   // The same lines, identities, ids and hashes as when they were created; blank lines not counted.
   assert.deepEqual(after_, before.map((r) => ({ ...r, status: 'unchanged' })));
+
+  // The first job's twelve rows follow each other in its file: their results read it once, from its start.
+  const storage = createStorage(service.config);
+  const reads: number[] = [];
+  const counted = new Proxy(storage, {
+    get: (target, key) => (key === 'read'
+      ? (path: string, offset?: number) => { reads.push(offset ?? 0); return target.read(path, offset); }
+      : Reflect.get(target, key)),
+  });
+  let text = '';
+  for await (const line of await resultsFile(service.orm.em.fork(), counted, tenant.catalogId, first.id)) text += line;
+  assert.deepEqual(text.split('\n').filter(Boolean).map((line) => JSON.parse(line)), before);
+  assert.deepEqual(reads, [0]);
 });
