@@ -35,7 +35,8 @@ export interface BatchResults {
 
 const CODES = { created: 'c', updated: 'u', unchanged: 'n' } as const;
 export type Outcome = keyof typeof CODES | 'failed';
-export const OUTCOMES: Readonly<Record<string, Outcome>> = { c: 'created', u: 'updated', n: 'unchanged' };
+// Read back from the same table, so a code written is always one the reader knows.
+export const OUTCOMES: Readonly<Record<string, Outcome>> = Object.fromEntries(Object.entries(CODES).map(([outcome, code]) => [code, outcome as Outcome]));
 
 /** A line of the results file, its fields in the contract's order; absent ones left out. */
 function renderedLine(lineNumber: number, status: Outcome, fields: {
