@@ -101,7 +101,7 @@ test('an import line goes through the same registration: new images are queued, 
   const newHash = sourceUrlHash(origin.at('/import/new.png'));
   const queued = (await mediaJobs(sql, tenant.catalogId)).slice(jobs);
   // The registration's job names its items; one a consumer held for the running import is queued
-  // again after it, without them (docs/media.md, "Imports first").
+  // again after it, without them (docs/media.md, "Lifecycle").
   assert.deepEqual(queued.filter((j) => j.body.externalIds.length > 0).map((j) => [j.key, j.body.externalIds]), [[newHash, ['IMP-1', 'IMP-2']]]);
   assert.deepEqual([...new Set(queued.map((j) => j.key))], [newHash], 'no job for the known image');
   const settled = await settledItem(service.url, tenant.key, 'IMP-1');
