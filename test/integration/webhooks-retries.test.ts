@@ -45,33 +45,35 @@ after(async () => {
   await smtp?.close();
 });
 
-const api = () => clientOptions(service.url, tenant.key);
+/** A service and its tenant: the file's own (`service`, `tenant`) unless a test names another. */
+interface Bed { readonly service: TestService; readonly tenant: Tenant }
+const api = (bed: Bed = { service, tenant }) => clientOptions(bed.service.url, bed.tenant.key);
 const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms));
 const on = (path: string) => (receipts: Receipt[]) => receipts.filter((r) => r.path === path);
 
-async function subscribe(path: string, events: client.EventSubscription[] = ['*']): Promise<WebhookCreated> {
-  const created = await client.createWebhook({ url: receiver.url(path), events }, {}, api());
+async function subscribe(path: string, events: client.EventSubscription[] = ['*'], bed?: Bed): Promise<WebhookCreated> {
+  const created = await client.createWebhook({ url: receiver.url(path), events }, {}, api(bed));
   if (created.status !== 201) throw new Error(`create failed: ${JSON.stringify(created.data)}`);
   receiver.secrets(path, [created.data.data.secret]);
   return created.data.data;
 }
 
-async function emit(count = 1, prefix = 'SKU') {
-  const events = Array.from({ length: count }, (_, i) => domainEvent({ type: 'item.created', catalogId: tenant.catalogId, resourceId: `${prefix}-${i}`, data: { i } }));
-  await service.orm.em.fork().transactional(async (em) => {
+async function emit(count = 1, prefix = 'SKU', bed: Bed = { service, tenant }) {
+  const events = Array.from({ length: count }, (_, i) => domainEvent({ type: 'item.created', catalogId: bed.tenant.catalogId, resourceId: `${prefix}-${i}`, data: { i } }));
+  await bed.service.orm.em.fork().transactional(async (em) => {
     await writeOutbox(em, events.map((event) => eventRow(event)));
   });
   return events;
 }
 
-async function deliveries(hookId: string, status?: client.DeliveryStatus): Promise<WebhookDelivery[]> {
-  const answer = await client.listWebhookDeliveries(hookId, { limit: 200, ...(status ? { status } : {}) }, api());
+async function deliveries(hookId: string, status?: client.DeliveryStatus, bed?: Bed): Promise<WebhookDelivery[]> {
+  const answer = await client.listWebhookDeliveries(hookId, { limit: 200, ...(status ? { status } : {}) }, api(bed));
   if (answer.status !== 200) throw new Error(`list failed: ${answer.status}`);
   return answer.data.data.deliveries;
 }
 
-async function detail(hookId: string, deliveryId: string): Promise<WebhookDeliveryDetail> {
-  const answer = await client.getWebhookDelivery(hookId, deliveryId, api());
+async function detail(hookId: string, deliveryId: string, bed?: Bed): Promise<WebhookDeliveryDetail> {
+  const answer = await client.getWebhookDelivery(hookId, deliveryId, api(bed));
   if (answer.status !== 200) throw new Error(`read failed: ${answer.status}`);
   return answer.data.data;
 }
@@ -177,19 +179,40 @@ describe('retry ladder', () => {
     assert.ok(gap1 >= 2 * DELAYS[1]! - 10 && gap1 < 1000, `after 429 with Retry-After: 1 the gap was ${gap1} ms (cap ${2 * DELAYS[1]!})`);
     assert.ok(gap2 >= 2 * DELAYS[2]! - 10 && gap2 < 1000, `after 503 with Retry-After: 30 the gap was ${gap2} ms (cap ${2 * DELAYS[2]!})`);
   });
+});
+
+// Its own service, whose second attempt waits MANUAL_RUNG_MS: a manual retry comes long before
+// it however busy the machine, and the test then waits the automatic attempt out.
+const MANUAL_RUNG_MS = 5000;
+describe('manual retries', () => {
+  let bed: Bed;
+  before(async () => {
+    const own = await startTestService(FILE.replace(/\.test\.ts$/, '-manual.test.ts'), {
+      WEBHOOK_ALLOW_HTTP: 'true',
+      OUTBOUND_ALLOW_PRIVATE: 'true',
+      WEBHOOK_RETRY_DELAYS_MS: [0, ...Array.from({ length: 7 }, () => MANUAL_RUNG_MS)].join(','),
+      WEBHOOK_TIMEOUT_MS: String(TIMEOUT_MS),
+    });
+    bed = { service: own, tenant: await own.newTenant() };
+  });
+  after(async () => {
+    await bed?.service.close();
+  });
 
   test('a manual retry replaces the pending automatic attempt instead of adding one', async () => {
-    const hook = await subscribe('/manual');
-    receiver.script('/manual', [{ status: 503, headers: { 'retry-after': '5' } }, { status: 200 }]);
-    await emit();
-    const [waiting] = await until('the first failure', () => deliveries(hook.id), (d) => d[0]?.lastStatusCode === 503);
+    const hook = await subscribe('/manual', ['*'], bed);
+    receiver.script('/manual', [{ status: 503 }, { status: 200 }]);
+    await emit(1, 'SKU', bed);
+    const [waiting] = await until('the first failure', () => deliveries(hook.id, undefined, bed), (d) => d[0]?.lastStatusCode === 503);
     assert.equal(waiting!.status, 'pending');
-    const retried = await client.retryWebhookDelivery(hook.id, waiting!.id, api());
+    assert.ok(Date.parse(waiting!.nextAttemptAt!) - Date.now() > 0, 'the automatic attempt is still ahead');
+    const retried = await client.retryWebhookDelivery(hook.id, waiting!.id, api(bed));
     assert.equal(retried.status, 202);
-    await until('success', () => detail(hook.id, waiting!.id), (d) => d.status === 'succeeded');
-    await sleep(2 * DELAYS[1]! + 200);
+    await until('success', () => detail(hook.id, waiting!.id, bed), (d) => d.status === 'succeeded');
+    // Past the time the automatic attempt was due: it did not run.
+    await sleep(Math.max(0, Date.parse(waiting!.nextAttemptAt!) - Date.now()) + 500);
     assert.equal(on('/manual')(receiver.receipts()).length, 2, 'the replaced automatic attempt still ran');
-    assert.equal((await detail(hook.id, waiting!.id)).attempts.length, 2);
+    assert.equal((await detail(hook.id, waiting!.id, bed)).attempts.length, 2);
   });
 });
 
