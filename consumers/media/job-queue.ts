@@ -1,6 +1,6 @@
 // The media consumer's jobs in memory: taken from Kafka under a lease in Postgres, run through the host gate (each asset's in order), queued again when a lease lapses.
 import { inSpan } from '../../platform/tracing.ts';
-import { leaseAssets, leaseOrHoldAssets, releaseAssets, takeJobsToQueue } from '../../domain/media/asset-store.ts';
+import { leaseOrHoldAssets, releaseAssets, renewLeases, takeJobsToQueue } from '../../domain/media/asset-store.ts';
 import { assetKey, loadAssets } from '../../domain/media/assets.ts';
 import { ingestMedia } from '../../domain/media/ingest.ts';
 import type { IngestDeps, IngestOutcome } from '../../domain/media/ingest.ts';
@@ -105,7 +105,7 @@ export function createJobQueue(options: {
     },
     async sweep() {
       try {
-        await leaseAssets(db, [...held.keys()], LEASE_SECONDS, { renew: true });
+        await renewLeases(db, [...held.keys()], LEASE_SECONDS);
         for (;;) {
           const taken = await db.transactional(async (tx) => {
             const due = await takeJobsToQueue(tx, SWEEP_LIMIT);

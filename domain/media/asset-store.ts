@@ -109,13 +109,13 @@ export async function findAssets(
 
 /**
  * The consumer holding these assets' jobs (taken from Kafka, their offsets committed, not yet
- * done) keeps them for `seconds` more; a recorded change ends the lease.
+ * done) keeps them for `seconds` more. A lease its job's recorded change has just ended is left
+ * alone.
  */
-export async function leaseAssets(db: Db, ids: readonly string[], seconds: number, options: { renew?: boolean } = {}): Promise<void> {
+export async function renewLeases(db: Db, ids: readonly string[], seconds: number): Promise<void> {
   if (ids.length === 0) return;
-  // A renewal leaves alone a lease its job's recorded change has just ended.
-  await query(db, 'media.lease_assets', `UPDATE media_assets SET leased_until = now() + $2 * interval '1 second'
-    WHERE id = ANY($1::uuid[])${options.renew ? ' AND leased_until IS NOT NULL' : ''}`, [ids, seconds]);
+  await query(db, 'media.renew_leases', `UPDATE media_assets SET leased_until = now() + $2 * interval '1 second'
+    WHERE id = ANY($1::uuid[]) AND leased_until IS NOT NULL`, [ids, seconds]);
 }
 
 // A job held for its catalog's import (docs/design.md, "Images wait for their catalog's import"):
@@ -125,7 +125,7 @@ const IMPORTING = (asset: string) => `EXISTS (SELECT 1 FROM import_jobs j
   WHERE j.catalog_id = ${asset}.catalog_id AND j.status = 'processing' AND NOT j.dry_run)`;
 
 /**
- * Leases the assets of jobs a consumer takes (as leaseAssets) unless their catalog runs an import
+ * Leases the assets of jobs a consumer takes for `seconds` unless their catalog runs an import
  * that writes: those of `holdable` are held for it instead, and returned, for the caller to leave
  * them; takeJobsToQueue queues them again once the import has ended.
  */
