@@ -1,22 +1,21 @@
-// Starts, stops and reports a local single-node KRaft Apache Kafka broker run from the Maven Central jars (dev and tests).
-import { spawn, spawnSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+// Starts, stops and reports the local KRaft Apache Kafka run from the Maven Central jars (dev and tests): one broker, or a cluster of several.
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join, resolve } from 'node:path';
 import { KAFKA_VERSION, ensureJars } from './kafka/jars.ts';
-import { isAlive, portOpen, tryLock } from './kafka/process.ts';
+import { brokerOf, describedBrokers, formatStorage, launch, newClusterId, nodeFiles, nodePid, stopNode, waitReady, writeProperties } from './kafka/node.ts';
+import type { KafkaNode } from './kafka/node.ts';
+import { portOpen, tryLock } from './kafka/process.ts';
 import { brokersAnswer } from '../platform/kafka/probe.ts';
 import type { Logger } from '../platform/log/logger.ts';
 
-export { KAFKA_VERSION, ensureJars };
+export { KAFKA_VERSION, ensureJars, newClusterId };
 
-const DEFAULT_PORT = 9092;
+export const DEFAULT_PORT = 9092;
+export const CLUSTER_PORT = 19092;
 const START_TIMEOUT_MS = 60_000;
-const STOP_TIMEOUT_MS = 30_000;
-
-const ASSETS = join(dirname(fileURLToPath(import.meta.url)), 'kafka');
+// Several JVMs booting at once on a 2-core machine take longer than one.
+const CLUSTER_START_TIMEOUT_MS = 120_000;
 
 export interface KafkaOptions {
   /** The service's data folder (config.dataDir); the broker lives in `<dataDir>/kafka`. */
@@ -41,26 +40,15 @@ export interface KafkaStatus {
   readonly logFile: string;
 }
 
-interface Paths { root: string; logDirs: string; properties: string; pidFile: string; logFile: string; lockFile: string }
+// One lock per port for the whole machine, not per data folder: two clones (two data folders)
+// starting the same port's broker at once must not both launch one.
+const lockFileOf = (kind: string, port: number): string => join(tmpdir(), `catalog-${kind}-${port}.start.lock`);
 
-function pathsOf(opts: KafkaOptions): Paths {
-  const root = resolve(opts.dataDir, 'kafka');
-  return {
-    root,
-    logDirs: join(root, 'log-dirs'),
-    properties: join(root, 'server.properties'),
-    pidFile: join(root, 'kafka.pid'),
-    logFile: join(root, 'server.log'),
-    // One lock per port for the whole machine, not per data folder: two clones (two data
-    // folders) starting the same port's broker at once must not both launch one.
-    lockFile: join(tmpdir(), `catalog-kafka-${portOf(opts)}.start.lock`),
-  };
+function singleNode(opts: KafkaOptions): KafkaNode {
+  const port = opts.port ?? DEFAULT_PORT;
+  return { root: resolve(opts.dataDir, 'kafka'), id: 1, port, controllerPort: opts.controllerPort ?? port + 1,
+    voters: undefined, replicationFactor: 1, minInsyncReplicas: 1 };
 }
-
-const portOf = (opts: KafkaOptions): number => opts.port ?? DEFAULT_PORT;
-const brokersOf = (opts: KafkaOptions): string[] => [`127.0.0.1:${portOf(opts)}`];
-const sleep = (ms: number) => new Promise<void>((done) => setTimeout(done, ms));
-const javaBin = (): string => (process.env.JAVA_HOME ? join(process.env.JAVA_HOME, 'bin', 'java') : 'java');
 
 /** True when a broker on these addresses answers a real metadata request. */
 export async function kafkaAnswers(brokers: string[], timeoutMs = 3000): Promise<boolean> {
@@ -70,129 +58,47 @@ export async function kafkaAnswers(brokers: string[], timeoutMs = 3000): Promise
   return brokersAnswer(brokers, timeoutMs);
 }
 
-/** The pid from the pid file when that process is still our broker (guards against pid reuse). */
-function brokerPid(paths: Paths): number | undefined {
-  if (!existsSync(paths.pidFile)) return undefined;
-  const pid = Number(readFileSync(paths.pidFile, 'utf8').trim());
-  if (!Number.isInteger(pid) || pid <= 0 || !isAlive(pid)) return undefined;
-  try {
-    const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
-    if (!cmdline.includes('kafka.Kafka') || !cmdline.includes(paths.properties)) return undefined;
-  } catch {
-    // No /proc (not Linux): trust the pid file.
-  }
-  return pid;
-}
-
-function logTail(paths: Paths, lines = 40): string {
-  if (!existsSync(paths.logFile)) return '(no broker log)';
-  return readFileSync(paths.logFile, 'utf8').split('\n').slice(-lines).join('\n');
-}
-
-function writeProperties(paths: Paths, opts: KafkaOptions): void {
-  const values: Record<string, string> = {
-    PORT: String(portOf(opts)),
-    CONTROLLER_PORT: String(opts.controllerPort ?? portOf(opts) + 1),
-    LOG_DIRS: paths.logDirs,
-  };
-  const template = readFileSync(join(ASSETS, 'server.properties'), 'utf8');
-  writeFileSync(paths.properties, template.replace(/\$\{(\w+)\}/g, (_, name: string) => values[name] ?? ''));
-}
-
-/**
- * 16 random bytes in base64url, as `kafka-storage random-uuid` makes them, and like Kafka's own
- * never starting with `-`: the tool's argument parser would take such an id for an option
- * (one format in 64 failed that way).
- */
-export function newClusterId(): string {
-  for (;;) {
-    const id = randomBytes(16).toString('base64url');
-    if (!id.startsWith('-')) return id;
-  }
-}
-
-/** KRaft refuses to start on an unformatted log folder; format it once with a fresh cluster id. */
-function formatStorage(paths: Paths, libs: string, logger?: Logger): void {
-  if (existsSync(join(paths.logDirs, 'meta.properties'))) return;
-  const clusterId = newClusterId();
-  const format = spawnSync(javaBin(), ['-cp', join(libs, '*'), `-Dlog4j2.configurationFile=${join(ASSETS, 'log4j2.yaml')}`,
-    'kafka.tools.StorageTool', 'format', '--standalone', `--cluster-id=${clusterId}`, '-c', paths.properties], { encoding: 'utf8' });
-  if (format.error || format.status !== 0) {
-    throw new Error(`Kafka storage format failed:\n${format.error ?? ''}${format.stdout}${format.stderr}`);
-  }
-  logger?.info({ clusterId, logDirs: paths.logDirs }, 'formatted Kafka storage');
-}
-
-function launch(paths: Paths, libs: string): number {
-  if (existsSync(paths.logFile)) renameSync(paths.logFile, `${paths.logFile}.1`);
-  const out = openSync(paths.logFile, 'a');
-  try {
-    const child = spawn(javaBin(), [
-      '-Xms128m', '-Xmx512m', '-XX:+UseG1GC', '-XX:MaxGCPauseMillis=20', '-Djava.awt.headless=true',
-      `-Dlog4j2.configurationFile=${join(ASSETS, 'log4j2.yaml')}`, `-Dkafka.logs.dir=${paths.root}`,
-      '-cp', join(libs, '*'), 'kafka.Kafka', paths.properties,
-    ], { cwd: paths.root, detached: true, stdio: ['ignore', out, out] });
-    // Detached in its own process group, so it outlives the script or test that started it.
-    child.unref();
-    if (child.pid === undefined) throw new Error(`could not run ${javaBin()} (is Java 17+ installed?)`);
-    writeFileSync(paths.pidFile, `${child.pid}\n`);
-    return child.pid;
-  } finally {
-    closeSync(out);
-  }
-}
-
-async function waitReady(opts: KafkaOptions, paths: Paths, pid: number | undefined): Promise<void> {
-  const deadline = Date.now() + (opts.startTimeoutMs ?? START_TIMEOUT_MS);
-  while (Date.now() < deadline) {
-    if (pid !== undefined && !isAlive(pid)) {
-      throw new Error(`Kafka broker exited during start-up; last lines of ${paths.logFile}:\n${logTail(paths)}`);
-    }
-    if (await kafkaAnswers(brokersOf(opts), 2000)) return;
-    await sleep(250);
-  }
-  throw new Error(`Kafka broker on port ${portOf(opts)} not ready within ${(opts.startTimeoutMs ?? START_TIMEOUT_MS) / 1000} s; `
-    + `last lines of ${paths.logFile}:\n${logTail(paths)}`);
-}
-
 /** Starts the broker unless one already answers on the port; resolves once it serves metadata. */
 export async function startKafka(opts: KafkaOptions): Promise<KafkaHandle> {
-  const brokers = brokersOf(opts);
-  const paths = pathsOf(opts);
+  const node = singleNode(opts);
+  const brokers = [brokerOf(node)];
+  const ready = () => kafkaAnswers(brokers, 2000);
+  const wait = (pid: number | undefined) => waitReady([{ node, pid }], ready, opts.startTimeoutMs ?? START_TIMEOUT_MS, `Kafka broker on port ${node.port}`);
   if (await kafkaAnswers(brokers)) return { brokers, started: false };
-  mkdirSync(paths.root, { recursive: true });
-  if (!tryLock(paths.lockFile)) {
+  mkdirSync(node.root, { recursive: true });
+  const lockFile = lockFileOf('kafka', node.port);
+  if (!tryLock(lockFile)) {
     opts.logger?.info({ brokers }, 'another process is starting Kafka; waiting for it');
-    await waitReady(opts, paths, undefined);
+    await wait(undefined);
     return { brokers, started: false };
   }
   try {
     // Whoever held the lock before may have started it meanwhile.
     if (await kafkaAnswers(brokers)) return { brokers, started: false };
-    const running = brokerPid(paths);
+    const running = nodePid(node);
     if (running !== undefined) {
       // Our broker is alive but not answering yet: still booting, or recovering its logs.
-      await waitReady(opts, paths, running);
+      await wait(running);
       return { brokers, started: false };
     }
-    if (await portOpen(portOf(opts))) {
+    if (await portOpen(node.port)) {
       // A broker from another data folder still booting answers soon; anything else never does.
-      await waitReady(opts, paths, undefined).catch(() => {
-        throw new Error(`port ${portOf(opts)} is taken by something that does not answer Kafka metadata`);
+      await wait(undefined).catch(() => {
+        throw new Error(`port ${node.port} is taken by something that does not answer Kafka metadata`);
       });
       return { brokers, started: false };
     }
     const libs = ensureJars(opts.logger);
-    writeProperties(paths, opts);
-    formatStorage(paths, libs, opts.logger);
+    writeProperties(node);
+    await formatStorage(node, libs, newClusterId(), opts.logger);
     const began = Date.now();
-    const pid = launch(paths, libs);
-    opts.logger?.info({ pid, brokers, logFile: paths.logFile }, 'starting Kafka broker');
-    await waitReady(opts, paths, pid);
+    const pid = launch(node, libs);
+    opts.logger?.info({ pid, brokers, logFile: nodeFiles(node).logFile }, 'starting Kafka broker');
+    await wait(pid);
     opts.logger?.info({ pid, brokers, ms: Date.now() - began }, 'Kafka broker ready');
     return { brokers, started: true };
   } finally {
-    rmSync(paths.lockFile, { force: true });
+    rmSync(lockFile, { force: true });
   }
 }
 
@@ -201,69 +107,182 @@ export const ensureKafka = startKafka;
 
 /** Stops the broker this data folder started: SIGTERM (controlled shutdown), SIGKILL after 30 s. */
 export async function stopKafka(opts: KafkaOptions): Promise<{ stopped: boolean }> {
-  const paths = pathsOf(opts);
-  const pid = brokerPid(paths);
-  if (pid === undefined) {
-    rmSync(paths.pidFile, { force: true });
-    return { stopped: false };
-  }
-  const signal = (name: NodeJS.Signals) => { try { process.kill(pid, name); } catch { /* already gone */ } };
-  signal('SIGTERM');
-  const deadline = Date.now() + STOP_TIMEOUT_MS;
-  while (isAlive(pid) && Date.now() < deadline) await sleep(100);
-  if (isAlive(pid)) {
-    opts.logger?.warn({ pid }, 'Kafka broker ignored SIGTERM; killing it');
-    signal('SIGKILL');
-    while (isAlive(pid)) await sleep(100);
-  }
-  // Clients must see a closed port before the caller assumes the broker is gone (bounded, in
-  // case another process takes the port at once).
-  const portDeadline = Date.now() + 5000;
-  while (Date.now() < portDeadline && (await portOpen(portOf(opts)))) await sleep(100);
-  if (existsSync(paths.pidFile)) unlinkSync(paths.pidFile);
-  opts.logger?.info({ pid }, 'Kafka broker stopped');
-  return { stopped: true };
+  return { stopped: await stopNode(singleNode(opts), 'SIGTERM', opts.logger) };
 }
 
 export async function kafkaStatus(opts: KafkaOptions): Promise<KafkaStatus> {
-  const paths = pathsOf(opts);
-  const brokers = brokersOf(opts);
-  return { ready: await kafkaAnswers(brokers), pid: brokerPid(paths), brokers, logFile: paths.logFile };
+  const node = singleNode(opts);
+  const brokers = [brokerOf(node)];
+  return { ready: await kafkaAnswers(brokers), pid: nodePid(node), brokers, logFile: nodeFiles(node).logFile };
 }
 
-async function cli(argv: string[]): Promise<number> {
-  const { loadConfig } = await import('../platform/config/config.ts');
-  const { createLogger } = await import('../platform/log/logger.ts');
-  const config = loadConfig();
-  const portFlag = argv.indexOf('--port');
-  const port = portFlag >= 0 ? Number(argv[portFlag + 1]) : DEFAULT_PORT;
-  if (!Number.isInteger(port) || port < 1 || port > 65534) throw new Error(`--port must be a port number, got "${argv[portFlag + 1]}"`);
-  const opts: KafkaOptions = { dataDir: config.dataDir, port, logger: createLogger(config.logLevel) };
-  switch (argv[0]) {
-    case 'start': {
-      const { brokers, started } = await startKafka(opts);
-      console.log(started ? `Kafka ${KAFKA_VERSION} started on ${brokers.join(',')}` : `Kafka already running on ${brokers.join(',')}`);
-      return 0;
+export interface KafkaClusterOptions {
+  /** The service's data folder (config.dataDir); node i lives in `<dataDir>/kafka-cluster/node-<i>`. */
+  readonly dataDir: string;
+  /** How many nodes, each a broker and a controller voter: 2 or more, 3 by default. */
+  readonly nodes?: number;
+  /** Node i's broker port is port + 2(i - 1), its controller's the one after; 19092 by default. */
+  readonly port?: number;
+  readonly logger?: Logger;
+  readonly startTimeoutMs?: number;
+}
+
+export interface KafkaClusterStatus {
+  /** Every node answers and lists all the nodes as brokers. */
+  readonly ready: boolean;
+  readonly brokers: string[];
+  readonly nodes: Array<{ id: number; broker: string; pid: number | undefined; listsBrokers: number[]; logFile: string }>;
+}
+
+interface Cluster { root: string; nodes: KafkaNode[]; brokers: string[] }
+
+function clusterOf(opts: KafkaClusterOptions): Cluster {
+  const count = opts.nodes ?? 3;
+  if (!Number.isInteger(count) || count < 2) throw new Error(`a Kafka cluster has 2 or more nodes, not ${count}`);
+  const port = opts.port ?? CLUSTER_PORT;
+  const root = resolve(opts.dataDir, 'kafka-cluster');
+  const ids = Array.from({ length: count }, (_, i) => i + 1);
+  const voters = ids.map((id) => `${id}@127.0.0.1:${port + 2 * (id - 1) + 1}`).join(',');
+  const nodes = ids.map((id): KafkaNode => ({
+    root: join(root, `node-${id}`), id, port: port + 2 * (id - 1), controllerPort: port + 2 * (id - 1) + 1, voters,
+    // Three copies with two in sync: acks=all goes on through one node's loss. Two nodes can keep
+    // two copies, and must accept one in sync to survive a loss at all.
+    replicationFactor: Math.min(count, 3), minInsyncReplicas: count >= 3 ? 2 : 1,
+  }));
+  return { root, nodes, brokers: nodes.map(brokerOf) };
+}
+
+function nodeOf(opts: KafkaClusterOptions, nodeId: number): { cluster: Cluster; node: KafkaNode } {
+  const cluster = clusterOf(opts);
+  const node = cluster.nodes.find((n) => n.id === nodeId);
+  if (!node) throw new Error(`the Kafka cluster has nodes 1 to ${cluster.nodes.length}, not ${nodeId}`);
+  return { cluster, node };
+}
+
+/**
+ * The id all nodes are formatted with. Kept in the cluster's folder, so that a wiped node is
+ * formatted into the same cluster and rejoins it, together with the shape its voters were made for.
+ */
+function clusterIdOf(cluster: Cluster, create: boolean): string {
+  const file = join(cluster.root, 'cluster.json');
+  const shape = { nodes: cluster.nodes.length, port: cluster.nodes[0]!.port };
+  if (existsSync(file)) {
+    const kept = JSON.parse(readFileSync(file, 'utf8')) as { clusterId: string; nodes: number; port: number };
+    if (kept.nodes !== shape.nodes || kept.port !== shape.port) {
+      throw new Error(`${cluster.root} holds a cluster of ${kept.nodes} nodes from port ${kept.port}, not ${shape.nodes} from ${shape.port}; `
+        + 'stop it and delete the folder to change its shape');
     }
-    case 'stop': {
-      const { stopped } = await stopKafka(opts);
-      console.log(stopped ? 'Kafka stopped' : 'no Kafka broker from this data folder is running');
-      return 0;
-    }
-    case 'status': {
-      const status = await kafkaStatus(opts);
-      console.log(JSON.stringify(status, null, 2));
-      return status.ready ? 0 : 1;
-    }
-    default:
-      console.error('usage: node scripts/kafka.ts start|stop|status [--port 9092]');
-      return 2;
+    return kept.clusterId;
+  }
+  if (!create) throw new Error(`no Kafka cluster in ${cluster.root}: start it first`);
+  const clusterId = newClusterId();
+  mkdirSync(cluster.root, { recursive: true });
+  writeFileSync(file, `${JSON.stringify({ clusterId, ...shape }, null, 2)}\n`);
+  return clusterId;
+}
+
+/** What each node answers for the cluster's brokers (empty when it does not answer). */
+const brokersListed = (cluster: Cluster): Promise<number[][]> => Promise.all(cluster.nodes.map((node) => describedBrokers([brokerOf(node)], 2000)));
+const allListed = (cluster: Cluster, listed: number[][]): boolean => listed.every((ids) => ids.length === cluster.nodes.length);
+
+async function portsFree(node: KafkaNode): Promise<void> {
+  if ((await portOpen(node.port)) || (await portOpen(node.controllerPort))) {
+    throw new Error(`port ${node.port} or ${node.controllerPort} of Kafka node ${node.id} is taken by another process`);
   }
 }
 
-if (import.meta.main) {
-  cli(process.argv.slice(2)).then((code) => process.exit(code), (error: unknown) => {
-    console.error(error instanceof Error ? error.message : error);
-    process.exit(1);
-  });
+/** Launches a node that is not running, after checking its ports are free and formatting its storage if new. */
+async function launchNode(node: KafkaNode, clusterId: string, logger?: Logger): Promise<number> {
+  await portsFree(node);
+  const libs = ensureJars(logger);
+  writeProperties(node);
+  await formatStorage(node, libs, clusterId, logger);
+  const pid = launch(node, libs);
+  logger?.info({ pid, nodeId: node.id, broker: brokerOf(node), logFile: nodeFiles(node).logFile }, 'starting Kafka node');
+  return pid;
 }
+
+/**
+ * Starts every node of the cluster that is not running; resolves once each node answers a
+ * metadata request and lists all of them as brokers.
+ */
+export async function startKafkaCluster(opts: KafkaClusterOptions): Promise<KafkaHandle> {
+  const cluster = clusterOf(opts);
+  const { brokers } = cluster;
+  const ready = async () => allListed(cluster, await brokersListed(cluster));
+  const timeoutMs = opts.startTimeoutMs ?? CLUSTER_START_TIMEOUT_MS;
+  const what = `Kafka cluster on ${brokers.join(',')}`;
+  if (await ready()) return { brokers, started: false };
+  const lockFile = lockFileOf('kafka-cluster', cluster.nodes[0]!.port);
+  if (!tryLock(lockFile)) {
+    opts.logger?.info({ brokers }, 'another process is starting this Kafka cluster; waiting for it');
+    await waitReady(cluster.nodes.map((node) => ({ node, pid: undefined })), ready, timeoutMs, what);
+    return { brokers, started: false };
+  }
+  try {
+    const clusterId = clusterIdOf(cluster, true);
+    const began = Date.now();
+    const idle = cluster.nodes.filter((node) => nodePid(node) === undefined);
+    // All checked before any launch, so that a taken port leaves no cluster half started.
+    for (const node of idle) await portsFree(node);
+    const watched = await Promise.all(cluster.nodes.map(async (node) => ({ node, pid: nodePid(node) ?? await launchNode(node, clusterId, opts.logger) })));
+    await waitReady(watched, ready, timeoutMs, what);
+    opts.logger?.info({ brokers, ms: Date.now() - began }, 'Kafka cluster ready');
+    return { brokers, started: idle.length > 0 };
+  } finally {
+    rmSync(lockFile, { force: true });
+  }
+}
+
+/** Stops every node of the cluster at once, each with a controlled shutdown (SIGKILL after 30 s). */
+export async function stopKafkaCluster(opts: KafkaClusterOptions): Promise<{ stopped: boolean }> {
+  const stopped = await Promise.all(clusterOf(opts).nodes.map((node) => stopNode(node, 'SIGTERM', opts.logger)));
+  return { stopped: stopped.some(Boolean) };
+}
+
+export async function kafkaClusterStatus(opts: KafkaClusterOptions): Promise<KafkaClusterStatus> {
+  const cluster = clusterOf(opts);
+  const listed = await brokersListed(cluster);
+  return {
+    ready: allListed(cluster, listed),
+    brokers: cluster.brokers,
+    nodes: cluster.nodes.map((node, i) => ({ id: node.id, broker: brokerOf(node), pid: nodePid(node), listsBrokers: listed[i]!, logFile: nodeFiles(node).logFile })),
+  };
+}
+
+/** Crashes one node, as `kill -9` would: no controlled shutdown, its partitions lose their leader. */
+export async function killKafkaNode(opts: KafkaClusterOptions, nodeId: number): Promise<{ stopped: boolean }> {
+  return { stopped: await stopNode(nodeOf(opts, nodeId).node, 'SIGKILL', opts.logger) };
+}
+
+/** Stops one node with a controlled shutdown: its partitions are led elsewhere first. */
+export async function stopKafkaNode(opts: KafkaClusterOptions, nodeId: number): Promise<{ stopped: boolean }> {
+  return { stopped: await stopNode(nodeOf(opts, nodeId).node, 'SIGTERM', opts.logger) };
+}
+
+/** Starts one stopped, killed or wiped node on its data; resolves once it answers and lists itself as a broker. */
+export async function startKafkaNode(opts: KafkaClusterOptions, nodeId: number): Promise<KafkaHandle> {
+  const { cluster, node } = nodeOf(opts, nodeId);
+  const running = nodePid(node);
+  const pid = running ?? await launchNode(node, clusterIdOf(cluster, false), opts.logger);
+  const broker = brokerOf(node);
+  await waitReady([{ node, pid }], async () => (await describedBrokers([broker], 2000)).includes(node.id),
+    opts.startTimeoutMs ?? START_TIMEOUT_MS, `Kafka node ${node.id} on ${broker}`);
+  return { brokers: [broker], started: running === undefined };
+}
+
+/**
+ * A node that lost its disk: killed, its log folders deleted and formatted again into the same
+ * cluster, so that once started it copies every partition it holds from the others.
+ */
+export async function wipeKafkaNode(opts: KafkaClusterOptions, nodeId: number): Promise<void> {
+  const { cluster, node } = nodeOf(opts, nodeId);
+  const clusterId = clusterIdOf(cluster, false);
+  await stopNode(node, 'SIGKILL', opts.logger);
+  rmSync(nodeFiles(node).logDirs, { recursive: true, force: true });
+  writeProperties(node);
+  await formatStorage(node, ensureJars(opts.logger), clusterId, opts.logger);
+}
+
+// The command line, loaded only when this file is run; not awaited, as it imports this module, which must finish loading first.
+if (import.meta.main) void import('./kafka/cli.ts').then(({ main }) => main(process.argv.slice(2)));

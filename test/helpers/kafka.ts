@@ -1,12 +1,12 @@
-// Kafka for integration tests: the shared broker, a private broker a test may stop, a topic prefix per run, reading a topic to its end, and a topic's record size limit.
+// Kafka for integration tests: the shared broker, a private broker or cluster a test may stop, a topic prefix per run, reading a topic to its end, and a topic's record size limit.
 import { randomBytes } from 'node:crypto';
 import { rmSync } from 'node:fs';
 import { basename, resolve } from 'node:path';
 import kafkajs, { Kafka, logLevel } from 'kafkajs';
 import type { IHeaders } from 'kafkajs';
 import { portFree } from '../../scripts/free-port.ts';
-import { ensureKafka, stopKafka } from '../../scripts/kafka.ts';
-import type { KafkaOptions } from '../../scripts/kafka.ts';
+import { ensureKafka, killKafkaNode, startKafkaCluster, startKafkaNode, stopKafka, stopKafkaCluster, stopKafkaNode, wipeKafkaNode } from '../../scripts/kafka.ts';
+import type { KafkaClusterOptions, KafkaOptions } from '../../scripts/kafka.ts';
 import { silenceKafkajsTimerWarning } from '../../platform/kafka/kafkajs-quirks.ts';
 import { checkKafkaRecord, serviceTopic } from './asyncapi.ts';
 import { eventually } from './media.ts';
@@ -37,16 +37,22 @@ export async function sharedBrokers(): Promise<string[]> {
 }
 
 /**
- * Two free neighbouring ports below Linux's ephemeral range (32768 and up), so that no outgoing
- * connection takes one while the broker is stopped and its restart finds them free again.
+ * `count` free consecutive ports from an even one, below Linux's ephemeral range (32768 and up), so that no
+ * outgoing connection takes one while a broker is stopped and its restart finds them free again.
  */
-export async function freePortPair(): Promise<number> {
+export async function freePorts(count: number): Promise<number> {
+  const slots = Math.floor((12_000 - count) / 2);
   for (let tries = 0; tries < 200; tries++) {
-    const port = 20_000 + 2 * Math.floor(Math.random() * 6000);
-    if ((await portFree(port)) && (await portFree(port + 1))) return port;
+    const port = 20_000 + 2 * Math.floor(Math.random() * slots);
+    let free = true;
+    for (let p = port; free && p < port + count; p++) free = await portFree(p);
+    if (free) return port;
   }
-  throw new Error('no two free neighbouring ports between 20000 and 32000');
+  throw new Error(`no ${count} free consecutive ports between 20000 and 32000`);
 }
+
+/** Two free neighbouring ports (a broker's and its controller's), as freePorts. */
+export const freePortPair = (): Promise<number> => freePorts(2);
 
 /**
  * A broker of the test's own, for tests that stop and restart it: the shared broker other files
@@ -92,6 +98,79 @@ export function privateBroker(name: string): PrivateBroker {
       if (options) await stopKafka(options);
       rmSync(dataDir, { recursive: true, force: true });
     },
+  };
+}
+
+/**
+ * A KRaft cluster of the test's own (with 3 nodes or more, replication factor 3 and min.insync.replicas 2) for
+ * tests that stop, kill or wipe nodes. Like privateBroker's, its 2N ports (chosen free at the start) and its
+ * data folder are this run's; `remove` stops every node and deletes the folder.
+ */
+export interface PrivateCluster {
+  /** Starts every node; resolves with their addresses once each answers and lists all of them. */
+  start: () => Promise<string[]>;
+  /** SIGKILL, as `kill -9`: no controlled shutdown. */
+  kill: (nodeId: number) => Promise<void>;
+  /** A controlled shutdown: its partitions are led elsewhere first. */
+  stop: (nodeId: number) => Promise<void>;
+  /** Starts a stopped, killed or wiped node on its data; resolves once it answers and lists itself. */
+  restart: (nodeId: number) => Promise<void>;
+  /** Kills the node, deletes its log folders and formats it again into the cluster: started, it copies its partitions back. */
+  wipe: (nodeId: number) => Promise<void>;
+  remove: () => Promise<void>;
+  /** Every node's address, up or not (empty before the start). */
+  brokers: () => string[];
+  /** Partition → the node id leading it (-1: none), or the node ids in sync, as the nodes that are up tell it. */
+  leaderOf: (topic: string) => Promise<Map<number, number>>;
+  isrOf: (topic: string) => Promise<Map<number, number[]>>;
+  /** Its data folder, `.data/<name>-<run id>`. */
+  readonly dataDir: string;
+}
+
+export function privateCluster(name: string, nodes = 3): PrivateCluster {
+  if (fromTestcontainers()) throw new Error(`privateCluster(${name}) is not supported with Testcontainers (TEST_KAFKA=testcontainers)`);
+  const dataDir = resolve('.data', `${name}-${runId()}`);
+  let options: KafkaClusterOptions | undefined;
+  const down = new Set<number>();
+  const brokers = () => options ? Array.from({ length: nodes }, (_, i) => `127.0.0.1:${options!.port! + 2 * i}`) : [];
+  const started = (): KafkaClusterOptions => { if (options) return options; throw new Error(`the cluster ${name} was never started`); };
+  // Asked of the nodes that are up only: a kafkajs client meets a dead address first as often as not.
+  const partitions = async (topic: string) => {
+    silenceKafkajsTimerWarning();
+    const admin = new Kafka({ clientId: 'test-cluster-metadata', brokers: brokers().filter((_, i) => !down.has(i + 1)), logLevel: logLevel.NOTHING }).admin();
+    await admin.connect();
+    try {
+      return (await admin.fetchTopicMetadata({ topics: [topic] })).topics[0]?.partitions ?? [];
+    } finally {
+      await admin.disconnect();
+    }
+  };
+  return {
+    dataDir,
+    brokers,
+    async start() {
+      // A cluster found already answering is not this one (another run picked the same ports
+      // meanwhile): on the first start, pick others.
+      for (let tries = 0; ; tries++) {
+        const first = options === undefined;
+        if (first) options = { dataDir, nodes, port: await freePorts(2 * nodes) };
+        const handle = await startKafkaCluster(options!);
+        down.clear();
+        if (handle.started) return handle.brokers;
+        if (!first || tries >= 4) throw new Error(`another cluster answers on ${handle.brokers.join(',')}, not ${name}`);
+        options = undefined;
+      }
+    },
+    kill: async (nodeId) => { down.add(nodeId); await killKafkaNode(started(), nodeId); },
+    stop: async (nodeId) => { down.add(nodeId); await stopKafkaNode(started(), nodeId); },
+    restart: async (nodeId) => { await startKafkaNode(started(), nodeId); down.delete(nodeId); },
+    wipe: async (nodeId) => { down.add(nodeId); await wipeKafkaNode(started(), nodeId); },
+    async remove() {
+      if (options) await stopKafkaCluster(options);
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+    leaderOf: async (topic) => new Map((await partitions(topic)).map((p) => [p.partitionId, p.leader])),
+    isrOf: async (topic) => new Map((await partitions(topic)).map((p) => [p.partitionId, [...p.isr].sort((a, b) => a - b)])),
   };
 }
 
