@@ -2,7 +2,6 @@
 import { OUTBOX_CHANNEL, claimOutbox, deleteSentOutbox, markOutboxSent } from '../../domain/events/outbox.ts';
 import type { OutboxRecord } from '../../domain/events/outbox.ts';
 import { parkRecords } from '../../domain/events/parked.ts';
-import type { Refusal } from '../../domain/events/parked.ts';
 import { purgeVersions } from '../../domain/items/versions.ts';
 import { listenToChannel } from '../../platform/db/connections.ts';
 import type { ChannelListener } from '../../platform/db/connections.ts';
@@ -13,7 +12,7 @@ import { inSpan } from '../../platform/tracing.ts';
 import { createLaneHolder } from './lanes.ts';
 import type { LaneHolder } from './lanes.ts';
 import { sendRecords } from './messages.ts';
-import { chunksBySize, refusedForGood } from './records.ts';
+import { publishInChunks } from './records.ts';
 
 export interface OutboxRelayOptions {
   /** Its statements run on the ORM's pool. */
@@ -51,6 +50,8 @@ export interface OutboxRelayStats {
   /** Records the broker refused for good, set aside (domain/events/parked.ts). */
   parked: number;
   failures: number;
+  /** Records sent again because Kafka's answer to a send did not acknowledge them (consumers/relay/messages.ts). */
+  resent: number;
   lastError: string | undefined;
 }
 
@@ -66,6 +67,8 @@ export interface OutboxRelay {
 // How often a relay looks whether it holds its share of the lanes: relays that join or leave are balanced within seconds.
 const LANE_CHECK_MS = 2000;
 
+// One warning a leader election, not one per lane: the lanes' sends meet it side by side.
+const RESEND_WARNING_MS = 10_000;
 // Small deletes keep each transaction short next to the writers: a row holds up to 1,000 records.
 const ROWS_PER_DELETE = 200;
 
@@ -80,7 +83,7 @@ export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
   const eventRetentionMs = options.eventRetentionMs ?? 30 * 24 * 3600_000;
   const cleanupIntervalMs = options.cleanupIntervalMs ?? 10 * 60_000;
   const db = options.orm.em.fork();
-  const stats: OutboxRelayStats = { published: 0, batches: 0, parked: 0, failures: 0, lastError: undefined };
+  const stats: OutboxRelayStats = { published: 0, batches: 0, parked: 0, failures: 0, resent: 0, lastError: undefined };
 
   let running = false;
   let loop: Promise<void> | undefined;
@@ -126,34 +129,18 @@ export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
     waiter?.finish();
   };
 
-  async function send(records: readonly OutboxRecord[]): Promise<void> {
-    await sendRecords(records, options.kafka.topic, async (topicMessages) => (await options.kafka.producer()).sendBatch({ acks: -1, topicMessages }));
-  }
+  const destination = { topicOf: options.kafka.topic, partitionCounts: options.kafka.partitionCounts };
+  let lastResendWarning = 0;
+  const unacknowledged = (count: number, of: number): void => {
+    stats.resent += count;
+    if (Date.now() - lastResendWarning < RESEND_WARNING_MS) return;
+    lastResendWarning = Date.now();
+    log.warn({ unacknowledged: count, of, resentSoFar: stats.resent },
+      'Kafka answered a send without acknowledging some records (a partition leader moved); sending those again');
+  };
 
-  /**
-   * Sends the records, chunk by chunk; returns those the broker refused for good. A chunk it
-   * refused is sent again a record at a time, to find which: one tenant's record must not hold
-   * up every later one.
-   */
-  async function publish(records: readonly OutboxRecord[]): Promise<Refusal[]> {
-    const refused: Refusal[] = [];
-    for (const chunk of chunksBySize(records)) {
-      try {
-        await send(chunk);
-      } catch (error) {
-        if (refusedForGood(error) === undefined) throw error;
-        for (const record of chunk) {
-          try {
-            await send([record]);
-          } catch (alone) {
-            const errorType = refusedForGood(alone);
-            if (errorType === undefined) throw alone;
-            refused.push({ record, errorType, reason: (alone as Error).message });
-          }
-        }
-      }
-    }
-    return refused;
+  async function send(records: readonly OutboxRecord[]): Promise<void> {
+    await sendRecords(records, destination, async (topicMessages) => (await options.kafka.producer()).sendBatch({ acks: -1, topicMessages }), unacknowledged);
   }
 
   /**
@@ -175,7 +162,7 @@ export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
     // A claim is its own trace, linked to the traces of the changes it publishes.
     const outcomes = await inSpan('outbox relay claim', {
       parent: null, links: records.slice(0, 32).map((r) => r.traceparent), attributes: { 'messaging.batch.message_count': records.length },
-    }, () => Promise.allSettled([...byLane.values()].map(async (lane) => ({ lane, refused: await publish(lane) }))));
+    }, () => Promise.allSettled([...byLane.values()].map(async (lane) => ({ lane, refused: await publishInChunks(lane, send) }))));
     const done = outcomes.flatMap((outcome) => (outcome.status === 'fulfilled' ? [outcome.value] : []));
     const refused = done.flatMap((lane) => lane.refused);
     const published = done.flatMap((lane) => lane.lane);

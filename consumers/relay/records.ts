@@ -1,5 +1,6 @@
 // How the relay sends a claim's records: in chunks the broker takes, and which failures refuse a record for good.
 import type { OutboxRecord } from '../../domain/events/outbox.ts';
+import type { Refusal } from '../../domain/events/parked.ts';
 
 // Kafka's default message.max.bytes (1 MB) caps one record batch, which kafkajs builds per
 // partition per send; staying under it in total per send keeps large events from wedging the relay.
@@ -36,4 +37,30 @@ export function chunksBySize(rows: readonly OutboxRecord[]): OutboxRecord[][] {
   }
   if (current.length > 0) chunks.push(current);
   return chunks;
+}
+
+/**
+ * Sends the records with `send`, chunk by chunk; returns those the broker refused for good. A
+ * chunk it refused is sent again a record at a time, to find which: one tenant's record must not
+ * hold up every later one.
+ */
+export async function publishInChunks(records: readonly OutboxRecord[], send: (records: readonly OutboxRecord[]) => Promise<void>): Promise<Refusal[]> {
+  const refused: Refusal[] = [];
+  for (const chunk of chunksBySize(records)) {
+    try {
+      await send(chunk);
+    } catch (error) {
+      if (refusedForGood(error) === undefined) throw error;
+      for (const record of chunk) {
+        try {
+          await send([record]);
+        } catch (alone) {
+          const errorType = refusedForGood(alone);
+          if (errorType === undefined) throw alone;
+          refused.push({ record, errorType, reason: (alone as Error).message });
+        }
+      }
+    }
+  }
+  return refused;
 }

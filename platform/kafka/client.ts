@@ -7,7 +7,7 @@ import type { Logger } from '../log/logger.ts';
 import { silenceKafkajsTimerWarning } from './kafkajs-quirks.ts';
 import { KafkaDefaultPartitioner } from './partitioner.ts';
 import { brokersAnswer } from './probe.ts';
-import { ensureTopics, topicName, topicPlan } from './topics.ts';
+import { allTopicNames, ensureTopics, topicName, topicPlan } from './topics.ts';
 import type { TopicsReport } from './topics.ts';
 
 export interface KafkaClient {
@@ -18,6 +18,11 @@ export interface KafkaClient {
   topic(logical: string): string;
   /** The shared producer, connected on first use. */
   producer(): Promise<Producer>;
+  /**
+   * Every service topic's partition count, by full name, from the cluster's metadata: read on
+   * first use and again when a minute old, or after a failed read.
+   */
+  partitionCounts(): Promise<ReadonlyMap<string, number>>;
   /** Sends to a logical topic with acks from every in-sync replica; resolves once Kafka acked. */
   send(logicalTopic: string, messages: Message[]): Promise<RecordMetadata[]>;
   /** A short-lived admin: connects, runs `use`, always disconnects. */
@@ -122,6 +127,8 @@ export function kafkajsLogCreator(logger: Logger) {
   };
 }
 
+const PARTITION_COUNTS_MS = 60_000;
+
 export async function createKafkaClient(config: Config, logger: Logger, options: KafkaClientOptions = {}): Promise<KafkaClient> {
   silenceKafkajsTimerWarning();
   const brokers = [...(options.brokers ?? config.kafkaBrokers ?? [])];
@@ -194,6 +201,18 @@ export async function createKafkaClient(config: Config, logger: Logger, options:
     return topicsReport;
   };
 
+  // A partition count changes only when an operator grows a topic (docs/operations.md, "Kafka topics").
+  let partitionCounts: { at: number; counts: Promise<ReadonlyMap<string, number>> } | undefined;
+  const readPartitionCounts = (): Promise<ReadonlyMap<string, number>> => {
+    if (partitionCounts && Date.now() - partitionCounts.at < PARTITION_COUNTS_MS) return partitionCounts.counts;
+    const counts = withAdmin((admin) => admin.fetchTopicMetadata({ topics: allTopicNames(topicPrefix) }))
+      .then(({ topics }) => new Map(topics.map((topic) => [topic.name, topic.partitions.length])));
+    const entry = { at: Date.now(), counts };
+    partitionCounts = entry;
+    counts.catch(() => { if (partitionCounts === entry) partitionCounts = undefined; });
+    return counts;
+  };
+
   const runConsumer = async (run: RunConsumerOptions): Promise<RunningConsumer> => {
     let stopping: Promise<void> | undefined;
     // A killed member holds its partitions until its session times out: 10 s rather than kafkajs'
@@ -243,6 +262,7 @@ export async function createKafkaClient(config: Config, logger: Logger, options:
     },
     withAdmin,
     ensureTopics: ensureServiceTopics,
+    partitionCounts: readPartitionCounts,
     runConsumer,
     ping: (timeoutMs = 2000) => brokersAnswer(brokers, timeoutMs),
     running: () => [...consumers],

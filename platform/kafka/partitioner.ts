@@ -37,6 +37,11 @@ export function murmur2(data: Uint8Array): number {
   return h ^ (h >>> 15);
 }
 
+/** The partition of a keyed record among `partitions`, as the Java client (and kafkajs) picks it. */
+export function partitionOf(key: string | Uint8Array, partitions: number): number {
+  return (murmur2(typeof key === 'string' ? Buffer.from(key, 'utf8') : key) & 0x7fffffff) % partitions;
+}
+
 /**
  * kafkajs' DefaultPartitioner, the key's hash computed by murmur2 above: a keyed message goes to
  * the partition the Java client (and kafkajs) would choose, so every producer of a topic agrees.
@@ -48,7 +53,6 @@ export const KafkaDefaultPartitioner: ICustomPartitioner = () => {
     const { message, partitionMetadata } = args;
     if (message.partition !== null && message.partition !== undefined) return message.partition;
     if (message.key === null || message.key === undefined) return unkeyed(args);
-    const key = typeof message.key === 'string' ? Buffer.from(message.key, 'utf8') : message.key;
-    return (murmur2(key) & 0x7fffffff) % partitionMetadata.length;
+    return partitionOf(message.key, partitionMetadata.length);
   };
 };
