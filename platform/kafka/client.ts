@@ -6,7 +6,7 @@ import { isConnectionError } from '../db/connections.ts';
 import type { Logger } from '../log/logger.ts';
 import { silenceKafkajsTimerWarning } from './kafkajs-quirks.ts';
 import { KafkaDefaultPartitioner } from './partitioner.ts';
-import { brokersAnswer } from './probe.ts';
+import { clusterTakesWrites } from './probe.ts';
 import { allTopicNames, ensureTopics, topicName, topicPlan } from './topics.ts';
 import type { TopicsReport } from './topics.ts';
 
@@ -34,7 +34,10 @@ export interface KafkaClient {
   ensureTopics(): Promise<TopicsReport>;
   /** Subscribes a consumer in a group and starts it; stop() finishes the in-flight batch and commits. */
   runConsumer(options: RunConsumerOptions): Promise<RunningConsumer>;
-  /** True when a broker answers a metadata request within the timeout (/readyz). */
+  /**
+   * True when any of the brokers answers within the timeout and the cluster can take the
+   * service's writes: every partition of its topics led, with min.insync.replicas in sync (/readyz).
+   */
   ping(timeoutMs?: number): Promise<boolean>;
   /** The consumers this client runs now (their groups' lag is a metric: platform/kafka/lag.ts). */
   running(): readonly RunningConsumer[];
@@ -120,6 +123,9 @@ export function kafkajsLogCreator(logger: Logger) {
     // who logs it once with context.
     if (namespace === 'Connection' || namespace === 'BrokerPool') target = 'debug';
     else if (namespace === 'Producer' && REFUSED_RECORD.some((pattern) => pattern.test(message))) target = 'debug';
+    // Each retry of a send (a broker away, a leader moving, too few replicas in sync): the relay
+    // logs the send that finally fails, once an episode, and its recovery.
+    else if (namespace === 'Producer' && message.startsWith('Failed to send messages')) target = 'debug';
     else if (target === 'error' && RECOVERING.some((pattern) => pattern.test(message))) target = 'warn';
     // A handler that failed because Postgres went away is run again by kafkajs: recovered, not an error.
     else if (target === 'error' && isConnectionError(error)) target = 'warn';
@@ -264,7 +270,7 @@ export async function createKafkaClient(config: Config, logger: Logger, options:
     ensureTopics: ensureServiceTopics,
     partitionCounts: readPartitionCounts,
     runConsumer,
-    ping: (timeoutMs = 2000) => brokersAnswer(brokers, timeoutMs),
+    ping: (timeoutMs = 2000) => clusterTakesWrites(brokers, allTopicNames(topicPrefix), timeoutMs),
     running: () => [...consumers],
     async disconnect() {
       await Promise.allSettled([...consumers].map((c) => c.stop()));

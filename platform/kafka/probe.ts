@@ -1,21 +1,66 @@
-// Whether a Kafka cluster answers: one metadata request from a throwaway admin client, without retries or logs.
-import { Kafka, logLevel } from 'kafkajs';
+// Whether a Kafka cluster answers, and whether it takes writes: throwaway admin clients, one per address, without retries or logs.
+import kafkajs, { Kafka, logLevel } from 'kafkajs';
+import type { Admin } from 'kafkajs';
 import { silenceKafkajsTimerWarning } from './kafkajs-quirks.ts';
 
-/** True when a broker on these addresses answers a real metadata request within the timeout. */
-export async function brokersAnswer(brokers: readonly string[], timeoutMs = 3000): Promise<boolean> {
+// Not importable by name: Node's ESM view of kafkajs' CommonJS exports stops before them.
+const { ConfigResourceTypes } = kafkajs;
+
+/**
+ * Runs `ask` on an admin client of the first address that answers a metadata request; rejects
+ * when none does within the timeout. One client per address, side by side: a kafkajs client
+ * without retries only ever tries the first address of its list, so a cluster whose first
+ * broker is down would look down.
+ */
+async function askAnyBroker<T>(brokers: readonly string[], timeoutMs: number, ask: (admin: Admin) => Promise<T>): Promise<T> {
   silenceKafkajsTimerWarning();
-  // A probe fails often while a broker boots or is away; retries and logs would only add noise.
-  const kafka = new Kafka({ clientId: 'catalog-kafka-probe', brokers: [...brokers], connectionTimeout: timeoutMs,
-    requestTimeout: timeoutMs, retry: { retries: 0 }, logLevel: logLevel.NOTHING });
-  const admin = kafka.admin();
+  const admins = brokers.map((broker) => new Kafka({
+    clientId: 'catalog-kafka-probe', brokers: [broker], connectionTimeout: timeoutMs, requestTimeout: timeoutMs,
+    // A probe fails often while a broker boots or is away; retries and logs would only add noise.
+    retry: { retries: 0 }, logLevel: logLevel.NOTHING,
+  }).admin());
   try {
-    await admin.connect();
-    const cluster = await admin.describeCluster();
-    return cluster.brokers.length > 0;
-  } catch {
-    return false;
+    const admin = await Promise.any(admins.map(async (admin) => {
+      await admin.connect();
+      const cluster = await admin.describeCluster();
+      if (cluster.brokers.length === 0) throw new Error('no brokers in the cluster');
+      return admin;
+    }));
+    return await ask(admin);
   } finally {
-    await admin.disconnect().catch(() => undefined);
+    await Promise.all(admins.map((admin) => admin.disconnect().catch(() => undefined)));
   }
+}
+
+/** True when a broker at any of these addresses answers a real metadata request within the timeout. */
+export async function brokersAnswer(brokers: readonly string[], timeoutMs = 3000): Promise<boolean> {
+  return askAnyBroker(brokers, timeoutMs, async () => true).catch(() => false);
+}
+
+/**
+ * True when the cluster answers from any of its addresses and every partition of `topics` has a
+ * leader and at least its topic's min.insync.replicas in sync, so that a send with acks from
+ * every in-sync replica (the relay's) can succeed. Before the topics exist, an answer is enough:
+ * the service creates them before it publishes.
+ */
+export async function clusterTakesWrites(brokers: readonly string[], topics: readonly string[], timeoutMs = 3000): Promise<boolean> {
+  return askAnyBroker(brokers, timeoutMs, async (admin) => {
+    const described = await admin.fetchTopicMetadata({ topics: [...topics] }).then(
+      (metadata) => metadata.topics,
+      (error: unknown) => {
+        if ((error as { type?: unknown }).type === 'UNKNOWN_TOPIC_OR_PARTITION') return [];
+        throw error;
+      },
+    );
+    if (described.some((topic) => topic.partitions.some((p) => p.leader < 0))) return false;
+    // Only a partition with a replica out of sync needs its topic's minimum: the usual answer costs one request less.
+    const shrunk = described.filter((topic) => topic.partitions.some((p) => p.isr.length < p.replicas.length));
+    if (shrunk.length === 0) return true;
+    const { resources } = await admin.describeConfigs({
+      includeSynonyms: false,
+      resources: shrunk.map((topic) => ({ type: ConfigResourceTypes.TOPIC, name: topic.name, configNames: ['min.insync.replicas'] })),
+    });
+    const minimum = new Map(resources.map((r) => [r.resourceName, Number(r.configEntries.find((e) => e.configName === 'min.insync.replicas')?.configValue ?? 1)]));
+    return shrunk.every((topic) => topic.partitions.every((p) => p.isr.length >= (minimum.get(topic.name) ?? 1)));
+  }).catch(() => false);
 }

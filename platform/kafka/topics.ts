@@ -154,6 +154,17 @@ async function reconcileConfigs(admin: Admin, topics: string[], plan: TopicPlan)
 }
 
 /**
+ * p-retry gives up at once on a TypeError (a bug, in its view), but kafkajs throws one while a
+ * partition's leader moves (fetchTopicOffsets: "Cannot destructure property 'partitions' of
+ * 'high.pop(...)'", an offsets answer without the partition). The same call succeeds once the
+ * leader settles: retried like any other error.
+ */
+function retriableTypeError(error: unknown): never {
+  if (error instanceof TypeError) throw new Error(`topic offsets not readable yet: ${error.message}`, { cause: error });
+  throw error;
+}
+
+/**
  * Resolves once every partition of the topics has a leader that serves it; gives up after about
  * 30 s. Metadata names a leader before the broker has loaded the partition (NOT_LEADER_FOR_PARTITION
  * for a moment after, the longer the more partitions a fresh broker loads): asking each
@@ -162,10 +173,14 @@ async function reconcileConfigs(admin: Admin, topics: string[], plan: TopicPlan)
 async function waitForLeaders(admin: Admin, topics: string[]): Promise<void> {
   await pRetry(
     async () => {
-      const metadata = await admin.fetchTopicMetadata({ topics });
-      const leaderless = metadata.topics.filter((topic) => topic.partitions.length === 0 || topic.partitions.some((p) => p.leader < 0));
-      if (leaderless.length > 0) throw new Error(`no leader yet for ${leaderless.map((topic) => topic.name).join(', ')}`);
-      await Promise.all(topics.map((topic) => admin.fetchTopicOffsets(topic)));
+      try {
+        const metadata = await admin.fetchTopicMetadata({ topics });
+        const leaderless = metadata.topics.filter((topic) => topic.partitions.length === 0 || topic.partitions.some((p) => p.leader < 0));
+        if (leaderless.length > 0) throw new Error(`no leader yet for ${leaderless.map((topic) => topic.name).join(', ')}`);
+        await Promise.all(topics.map((topic) => admin.fetchTopicOffsets(topic)));
+      } catch (error) {
+        retriableTypeError(error);
+      }
     },
     {
       retries: 60,

@@ -50,7 +50,17 @@ test('a record the broker refuses for good is not an error of kafkajs\' own: the
   const producer = (message: string) => ({ ...entry(logLevel.ERROR, message, { retryCount: 0, retryTime: 300 }), namespace: 'Producer' });
   log(producer('The request included a message larger than the max message size the server will accept'));
   log(producer('Failed to send messages: This message has failed its CRC checksum, exceeds the valid size, or is otherwise corrupt'));
-  log(producer('Failed to send messages: This server does not host this topic-partition'));
+  log(producer('The producer is not connected'));
   await new Promise((resolve) => setImmediate(resolve));
   assert.deepEqual(lines.map((line) => line.level), [20, 20, 50]);
+});
+
+test("a send's retries (a broker away, a leader moving, too few replicas in sync) are the relay's to report, once an episode", async () => {
+  const { lines, log } = capture();
+  const producer = (message: string) => ({ ...entry(logLevel.ERROR, message, { retryCount: 1, retryTime: 600 }), namespace: 'Producer' });
+  log(producer('Failed to send messages: Connection error: connect ECONNREFUSED 127.0.0.1:19092'));
+  log(producer('Failed to send messages: This server is not the leader for that topic-partition'));
+  log(producer('Failed to send messages: Messages are rejected since there are fewer in-sync replicas than required'));
+  await new Promise((resolve) => setImmediate(resolve));
+  assert.deepEqual(lines.map((line) => line.level), [20, 20, 20]);
 });
