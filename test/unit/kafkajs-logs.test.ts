@@ -38,11 +38,12 @@ test('faults kafkajs or the service recover from are warnings: a handler that lo
   log(entry(logLevel.ERROR, 'The group is rebalancing, re-joining the group', {}));
   log(entry(logLevel.ERROR, 'Crash: KafkaJSNonRetriableError: Connection error: connect ECONNREFUSED 127.0.0.1:9092', { groupId: 'g' }));
   log(entry(logLevel.ERROR, 'Crash: KafkaJSNoBrokerAvailableError: No broker available', { groupId: 'g' }));
+  log(entry(logLevel.ERROR, 'Crash: KafkaJSConnectionClosedError: Closed connection', { groupId: 'g' }));
   log(entry(logLevel.ERROR, 'Restarting the consumer in 300ms', { groupId: 'g' }));
   log(entry(logLevel.ERROR, 'Error when calling eachBatch', { error: new Error('a bug') }));
   log(entry(logLevel.ERROR, 'Crash: KafkaJSNonRetriableError: Topic authorization failed', { groupId: 'g' }));
   await new Promise((resolve) => setImmediate(resolve));
-  assert.deepEqual(lines.map((line) => line.level), [40, 40, 40, 40, 40, 50, 50]);
+  assert.deepEqual(lines.map((line) => line.level), [40, 40, 40, 40, 40, 40, 50, 50]);
 });
 
 test('a record the broker refuses for good is not an error of kafkajs\' own: the relay that parks it logs it once', async () => {
