@@ -4,6 +4,7 @@ import { singleMachineSettings } from '../platform/config/config.ts';
 import type { Config } from '../platform/config/config.ts';
 import { analyseOnceFilled } from '../platform/db/first-statistics.ts';
 import { openDatabase } from '../platform/db/orm.ts';
+import { openReadReplica } from '../platform/db/read-replica.ts';
 import { observeStatements } from '../platform/db/sql.ts';
 import type { Services } from '../platform/http/types.ts';
 import { createOutboxRelay } from '../consumers/relay/outbox-relay.ts';
@@ -75,6 +76,13 @@ export async function startService(config: Config, logger: Logger = createLogger
     closers.push(() => orm.close());
     const statistics = analyseOnceFilled(orm, logger, FIRST_STATISTICS);
     closers.push(() => statistics.stop());
+    // Only where requests are served: the contract's lag-tolerant reads go there while it is well
+    // (docs/operations.md, "Reads from a replica"). Readiness stays the primary's alone.
+    const read = config.databaseRead;
+    const readReplica = api && read ? await openReadReplica({
+      databaseUrl: read.url, maxLagMs: read.maxLagMs, checkIntervalMs: read.checkIntervalMs, poolSize: config.capacity.apiReadConnections, logger,
+    }) : undefined;
+    if (readReplica) closers.push(() => readReplica.close());
     // No KAFKA_BROKERS means "run the local broker" (docs/configuration.md, `KAFKA_BROKERS`): start it, or reuse one that answers.
     const brokers = config.kafkaBrokers ?? (await ensureKafka({ dataDir: config.dataDir, logger })).brokers;
     // Per process, so that Kafka's tools (consumer group members, quotas, broker logs) tell the fleet's processes apart.
@@ -90,20 +98,23 @@ export async function startService(config: Config, logger: Logger = createLogger
     const readiness = cachedReadiness({ orm, kafkaReachable });
     const metrics = createMetrics({
       outboxBacklog: () => outboxBacklog(orm.em.fork()), dependencies: readiness,
+      ...(readReplica ? { readReplicaLag: () => readReplica.lagSeconds() } : {}),
       ...(config.role === 'api' ? {} : { consumerLag: () => consumerLag(kafka) }),
     });
     // Each statement's time by name in /metrics and, at LOG_LEVEL=debug, in the log.
     const logStatements = logger.isLevelEnabled('debug');
-    observeStatements(orm, (statement, seconds) => {
+    const observe = (statement: string, seconds: number) => {
       metrics.statementDuration.observe({ statement }, seconds);
       if (logStatements) logger.debug({ statement, ms: Math.round(seconds * 1e6) / 1e3 }, 'statement');
-    });
+    };
+    observeStatements(orm, observe);
+    if (readReplica) observeStatements(readReplica.orm, observe);
     // Before the consumers start: their group joins can take a while, and liveness must answer meanwhile.
     const ops = await startOpsServer({ metrics, readiness, logger }, config.opsPort, config.opsHost);
     closers.push(ops.close);
     logger.info({ url: ops.url, role: config.role }, 'operations port listening');
     const services: Services | undefined = api && {
-      config, logger, orm, storage, countKey: keyCounter(orm.em), contract: api.contract, metrics, kafkaReachable, readiness,
+      config, logger, orm, readReplica, storage, countKey: keyCounter(orm.em), contract: api.contract, metrics, kafkaReachable, readiness,
     };
     if (config.role !== 'api') {
       // The relay runs with the consumers: an api-only fleet leaves events safely in the outbox.

@@ -65,6 +65,7 @@ export interface paths {
          * @description Lists the catalog's items, ordered by `updatedAt` then `serviceId` (ascending), so that
          *     `updatedSince` plus the cursor gives a reliable incremental sync. Filters combine with
          *     AND. Requires scope `catalog:read`.
+         *     May lag the latest writes by a few seconds where a read replica answers it (see "Reads that may lag").
          */
         get: operations["listItems"];
         put?: never;
@@ -160,6 +161,7 @@ export interface paths {
          *     upsert). Fields that are empty are omitted. The body is streamed, not wrapped in the
          *     envelope; an error detected after the first byte ends the stream early (check that
          *     the last line is complete). Requires scope `catalog:read`.
+         *     May lag the latest writes by a few seconds where a read replica answers it (see "Reads that may lag").
          */
         get: operations["exportItems"];
         put?: never;
@@ -279,6 +281,7 @@ export interface paths {
          *     Versions outlive the item: a deleted item's list is still answered. Versions are kept
          *     for `ITEM_VERSION_RETENTION_DAYS` (90 by default). 404 when the identity has no version.
          *     Requires scope `catalog:read`.
+         *     May lag the latest writes by a few seconds where a read replica answers it (see "Reads that may lag").
          */
         get: operations["listItemVersions"];
         put?: never;
@@ -662,6 +665,7 @@ export interface paths {
          *     away resynchronises from here: it passes the id of the last event it handled as `after`
          *     (or a time as `since`) and follows `nextCursor` until it is `null`. Filters by `type`,
          *     `resourceId` and a `createdAt` range. Requires scope `catalog:read`.
+         *     May lag the latest writes by a few seconds where a read replica answers it (see "Reads that may lag").
          */
         get: operations["listEvents"];
         put?: never;
@@ -714,6 +718,7 @@ export interface paths {
          * @description One of the catalog's events by its id (`X-Service-Event-Id`, `webhook-id`, the Kafka
          *     `event-id` header), exactly as it was delivered; 404 for another catalog's event and
          *     for one past the retention period. Requires scope `catalog:read`.
+         *     May lag the latest writes by a few seconds where a read replica answers it (see "Reads that may lag").
          */
         get: operations["getEvent"];
         put?: never;
@@ -931,6 +936,7 @@ export interface paths {
         /**
          * List a webhook's deliveries
          * @description Lists deliveries, newest first. Requires scope `webhooks:manage`.
+         *     May lag the latest writes by a few seconds where a read replica answers it (see "Reads that may lag").
          */
         get: operations["listWebhookDeliveries"];
         put?: never;
@@ -964,6 +970,7 @@ export interface paths {
          * @description Returns the delivery and each attempt: start time, HTTP status (null when no answer),
          *     duration, error and the first 4 KB of the response body. Requires scope
          *     `webhooks:manage`.
+         *     May lag the latest writes by a few seconds where a read replica answers it (see "Reads that may lag").
          */
         get: operations["getWebhookDelivery"];
         put?: never;

@@ -21,6 +21,8 @@ export interface Metrics {
   readonly importFailures: Counter<'outcome'>;
   /** Media jobs finished, by outcome: ingested, not_modified, unchanged, failed, skipped. */
   readonly mediaJobs: Counter<'outcome'>;
+  /** Tries of the contract's lag-tolerant reads (`x-read-replica`), by where they ran: replica or primary. Only with a read replica. */
+  readonly reads: Counter<'target'>;
 }
 
 /** The events the outbox holds that the relay has not published yet. */
@@ -39,6 +41,8 @@ export interface MetricsOptions {
   readonly dependencies?: () => Promise<Readonly<Record<string, string>>>;
   /** The lag of the consumer groups this process runs, read at every scrape. */
   readonly consumerLag?: () => Promise<ReadonlyArray<{ group: string; topic: string; messages: number }>>;
+  /** The read replica's lag as its last background check read it (NaN: not answering); only when one is configured. */
+  readonly readReplicaLag?: () => number;
 }
 
 export function createMetrics(options: MetricsOptions = {}): Metrics {
@@ -81,7 +85,19 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
   const webhooksDisabled = counter('catalog_webhooks_disabled_total', 'Webhooks this process disabled after consecutive exhausted deliveries.');
   const importFailures = counter('catalog_import_failures_total', 'Import runs that failed in this process: failed (retried by the sweeper), parked (failed for good).', ['outcome']);
   const mediaJobs = counter('catalog_media_jobs_total', 'Media jobs this process finished, by outcome (ingested, not_modified, unchanged, failed, skipped).', ['outcome']);
-  const { dependencies, consumerLag } = options;
+  const reads = counter('catalog_db_reads_total', 'Tries of the reads the contract lets a replica answer (x-read-replica), by where they ran (replica, primary).', ['target']);
+  const { dependencies, consumerLag, readReplicaLag } = options;
+  if (readReplicaLag) {
+    // Both series from the start, so that a rate over them is defined before the first fallback.
+    for (const target of ['replica', 'primary']) reads.inc({ target }, 0);
+    new Gauge({
+      name: 'catalog_db_read_replica_lag_seconds', help: 'The read replica\'s replay lag at its last background check; NaN while it does not answer or is not streaming.',
+      registers: [registry],
+      collect() {
+        this.set(readReplicaLag());
+      },
+    });
+  }
   if (dependencies) {
     new Gauge({
       name: 'catalog_dependency_up', help: 'Whether a dependency answered the readiness check (1) or not (0), as /readyz reports it.',
@@ -127,5 +143,5 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
       });
     }
   }
-  return { registry, requests, duration, importLines, deliveryAttempts, statementDuration, webhooksDisabled, importFailures, mediaJobs };
+  return { registry, requests, duration, importLines, deliveryAttempts, statementDuration, webhooksDisabled, importFailures, mediaJobs, reads };
 }

@@ -172,6 +172,11 @@ export async function stopPrimary(opts: ReplicaOptions, mode: 'fast' | 'immediat
   await stopServer(pairOf(opts).primary, mode);
 }
 
+/** Stops the standby alone while the primary goes on: a read replica's outage; `start` brings it back. */
+export async function stopStandby(opts: ReplicaOptions, mode: 'fast' | 'immediate'): Promise<void> {
+  await stopServer(pairOf(opts).standby, mode);
+}
+
 /** Promotes the standby; resolves once it accepts writes. */
 export async function promoteStandby(opts: ReplicaOptions): Promise<void> {
   const { standby, primary } = pairOf(opts);
@@ -257,6 +262,10 @@ async function cli(argv: string[]): Promise<number> {
       await stopPrimary(opts, argv.includes('--immediate') ? 'immediate' : 'fast');
       console.log(`the primary on ${opts.primaryPort} is stopped${argv.includes('--immediate') ? ' (crashed)' : ''}`);
       return 0;
+    case 'stop-standby':
+      await stopStandby(opts, argv.includes('--immediate') ? 'immediate' : 'fast');
+      console.log(`the standby on ${opts.standbyPort} is stopped${argv.includes('--immediate') ? ' (crashed)' : ''}`);
+      return 0;
     case 'promote':
       await promoteStandby(opts);
       console.log(`the standby accepts writes: ${urlOf(opts.standbyPort)}`);
@@ -271,7 +280,7 @@ async function cli(argv: string[]): Promise<number> {
       return status.primary.role !== 'down' || status.standby.role !== 'down' ? 0 : 1;
     }
     default:
-      console.error('usage: node scripts/postgres-replica.ts start|stop|status|stop-primary|promote|remove [--dir D] [--primary-port 5441] [--standby-port 5442] [--sync] [--immediate]');
+      console.error('usage: node scripts/postgres-replica.ts start|stop|status|stop-primary|stop-standby|promote|remove [--dir D] [--primary-port 5441] [--standby-port 5442] [--sync] [--immediate]');
       return 2;
   }
 }

@@ -4,8 +4,11 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { ConfigError, baseUrl, bool, brokerList, int, oneOf } from './parse.ts';
 import type { Env } from './parse.ts';
+import { readReplicaConfig } from './database-read.ts';
+import type { ReadReplicaConfig } from './database-read.ts';
 
 export { ConfigError };
+export type { ReadReplicaConfig };
 
 export type Role = 'api' | 'consumers' | 'all';
 /** The deployment this service is (spec, "Versioning"): its keys are `cat_live_…` or `cat_test_…`. */
@@ -39,6 +42,8 @@ export interface Config {
   readonly publicBaseUrl: string;
   readonly role: Role;
   readonly databaseUrl: string;
+  /** DATABASE_READ_*: the streaming standby the contract's lag-tolerant reads go to; undefined: every read on the primary. */
+  readonly databaseRead: ReadReplicaConfig | undefined;
   /** Comma list from KAFKA_BROKERS; undefined means "start the local broker". */
   readonly kafkaBrokers: readonly string[] | undefined;
   readonly kafkaTopicPrefix: string;
@@ -92,6 +97,8 @@ export interface KafkaTopicsConfig {
 export interface CapacityConfig {
   /** API_DATABASE_CONNECTIONS: the pool's connections for serving requests. */
   readonly apiConnections: number;
+  /** API_DATABASE_READ_CONNECTIONS: the read replica's pool, in processes that serve requests, when DATABASE_READ_URL is set. */
+  readonly apiReadConnections: number;
   /** CONSUMERS_DATABASE_CONNECTIONS: the pool's connections for the relay, webhooks, media and imports. */
   readonly consumerConnections: number;
   /** IMPORT_JOBS_PER_PROCESS: import jobs one consumers process runs at once; others wait for a process with room. */
@@ -152,6 +159,7 @@ function capacity(env: Env): CapacityConfig {
   const importJobs = int(env, 'IMPORT_JOBS_PER_PROCESS', 3, 1, 64);
   return Object.freeze({
     apiConnections: int(env, 'API_DATABASE_CONNECTIONS', 20, 2, 1000),
+    apiReadConnections: int(env, 'API_DATABASE_READ_CONNECTIONS', 10, 1, 1000),
     consumerConnections: int(env, 'CONSUMERS_DATABASE_CONNECTIONS', 10 + 2 * importJobs, 4, 1000),
     importJobs,
   });
@@ -235,6 +243,7 @@ export function loadConfig(env: Env = process.env): Config {
     publicBaseUrl: (env.PUBLIC_BASE_URL || `http://${host}:${port}`).replace(/\/+$/, ''),
     role: oneOf(env, 'ROLE', 'all', ['api', 'consumers', 'all'] as const),
     databaseUrl: env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/catalog',
+    databaseRead: readReplicaConfig(env),
     kafkaBrokers: brokers,
     kafkaTopicPrefix: env.KAFKA_TOPIC_PREFIX ?? '',
     kafkaPublicBrokers: brokerList(env, 'KAFKA_PUBLIC_BROKERS') ?? brokers,

@@ -1,4 +1,4 @@
-// Postgres connections that outlive the server dropping them: the pool gives a lost client back, the one LISTEN helper reconnects, sessions of their own hold session-level locks.
+// Postgres connections that outlive the server dropping them: the pool gives a lost client back, the one LISTEN helper reconnects, sessions of their own hold session-level locks (or check the read replica).
 import pRetry from 'p-retry';
 import pg from 'pg';
 import { detached } from '../async-context.ts';
@@ -181,14 +181,24 @@ export interface Session {
   close(): Promise<void>;
 }
 
+export interface SessionOptions {
+  /** Bounds connecting and each statement; unbounded when unset (a migration may take its time). */
+  readonly timeoutMs?: number;
+}
+
 /**
  * A connection outside the pool, for what must last exactly as long as a session: a
  * session-level advisory lock held across many transactions, which the server releases when the
- * connection ends, a killed process's included. Its loss is logged (`what` names it), never
+ * connection ends, a killed process's included; or a check that must not wait for a pooled
+ * connection behind requests (the read replica's, bounded by `timeoutMs`). Its loss is logged (`what` names it), never
  * thrown: the holder's own checks must cope with having lost what the session held.
  */
-export async function openSession(databaseUrl: string, logger: Logger, what: string): Promise<Session> {
-  const client = watchClient(new pg.Client({ connectionString: databaseUrl }), logger, what);
+export async function openSession(databaseUrl: string, logger: Logger, what: string, options: SessionOptions = {}): Promise<Session> {
+  const { timeoutMs } = options;
+  // The server ends a statement past the bound; pg gives up on an answer that never comes (a
+  // server that swallows packets) a second later, and on a connection that never completes.
+  const bounds = timeoutMs === undefined ? {} : { connectionTimeoutMillis: timeoutMs, statement_timeout: timeoutMs, query_timeout: timeoutMs + 1000 };
+  const client = watchClient(new pg.Client({ connectionString: databaseUrl, ...bounds }), logger, what);
   try {
     await client.connect();
   } catch (error) {

@@ -59,11 +59,29 @@ export interface OpenDatabaseOptions {
   migrate?: boolean;
   /** Create the database when it is missing (the default); `false` makes that an error. */
   create?: boolean;
+  /**
+   * Look for the database before opening (the default). `false` opens the pool without a
+   * connection: a read replica that is down must not keep the service from starting, and its own
+   * checks say whether it answers.
+   */
+  probe?: boolean;
   poolSize?: number;
+  /** Bounds opening a new pooled connection (not waiting for a free one); unbounded by default. */
+  connectTimeoutMs?: number;
+}
+
+/** The pool's client class: a statement waits at most `connectTimeoutMs` for a new connection to open. */
+function clientClass(connectTimeoutMs: number | undefined): typeof PreparingClient {
+  if (connectTimeoutMs === undefined) return PreparingClient;
+  return class extends PreparingClient {
+    constructor(config: ConstructorParameters<typeof PreparingClient>[0]) {
+      super({ ...(typeof config === 'string' ? { connectionString: config } : config), connectionTimeoutMillis: connectTimeoutMs });
+    }
+  };
 }
 
 export async function openDatabase(options: OpenDatabaseOptions): Promise<Orm> {
-  await ensureDatabase(options.databaseUrl, options.logger, options.create ?? true);
+  if (options.probe !== false) await ensureDatabase(options.databaseUrl, options.logger, options.create ?? true);
   const orm = await MikroORM.init({
     clientUrl: options.databaseUrl,
     entities,
@@ -72,7 +90,7 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Orm> {
     pool: { min: 0, max: options.poolSize ?? 10 },
     // MikroORM listens for its clients' errors; a client that dies while checked out must also
     // give its slot back (see releaseLostClients).
-    driverOptions: { Client: PreparingClient, onPoolCreated: releaseLostClients },
+    driverOptions: { Client: clientClass(options.connectTimeoutMs), onPoolCreated: releaseLostClients },
     migrations: { migrationsList: migrations, transactional: true, allOrNothing: true, snapshot: false, silent: true },
     debug: false,
   });

@@ -11,6 +11,8 @@ const SQLSTATES = {
   admin_shutdown: '57P01',
   crash_shutdown: '57P02',
   cannot_connect_now: '57P03',
+  // On a hot standby, what a read gets when replaying the primary's changes cancels it.
+  serialization_failure: '40001',
 } as const;
 
 export type SqlStateName = keyof typeof SQLSTATES;

@@ -1,6 +1,10 @@
-// Calls an operation's handler: its context, the Idempotency-Key's transaction, another try after a lost connection.
+// Calls an operation's handler: its context, the database it reads, the Idempotency-Key's transaction, another try after a lost connection.
 import type { IncomingMessage } from 'node:http';
-import { retryOnConnectionLoss } from '../db/connections.ts';
+import { Readable } from 'node:stream';
+import { isConnectionError, retryOnConnectionLoss } from '../db/connections.ts';
+import type { Orm } from '../db/orm.ts';
+import { hasSqlState } from '../db/pg-errors.ts';
+import type { ReadReplica } from '../db/read-replica.ts';
 import type { Logger } from '../log/logger.ts';
 import type { RoutedOperation } from './api-steps.ts';
 import { withIdempotency } from './idempotency.ts';
@@ -26,6 +30,11 @@ export interface Invocation {
 /** Operations whose contract declares the Idempotency-Key header honour it; others ignore it. */
 export function acceptsIdempotencyKey(operation: RoutedOperation): boolean {
   return (operation.parameters ?? []).some((p) => 'in' in p && p.in === 'header' && p.name.toLowerCase() === 'idempotency-key');
+}
+
+/** Whether the contract lets a replica answer the operation (`x-read-replica`): a read that tolerates a little lag. */
+export function readsFromReplica(operation: RoutedOperation): boolean {
+  return (operation as { 'x-read-replica'?: unknown })['x-read-replica'] === true;
 }
 
 /** Whether a try that lost its database connection may run again. A keyed request may: its stored answer commits with its effects. */
@@ -55,12 +64,57 @@ export async function invokeHandler(invocation: Invocation, input: UntypedReques
   const idempotencyKey = req.headers['idempotency-key'];
   const keyed = typeof idempotencyKey === 'string' && acceptsIdempotencyKey(operation) && auth !== undefined;
   // Each try on an entity manager of its own: the one of a failed try may hold its state.
-  const run = () => keyed
+  const runOn = (orm: Orm) => keyed
     ? withIdempotency(
-      services.orm.em.fork(),
+      orm.em.fork(),
       { catalogId: auth.catalogId, operation: operationId, key: idempotencyKey, path, body: input.body },
       (tx) => handler(contextWith(() => tx)),
     )
-    : handler(contextWith(() => services.orm.em.fork()));
+    : handler(contextWith(() => orm.em.fork()));
+  const replica = services.readReplica;
+  if (replica && readsFromReplica(operation)) return replicaFirst(services, replica, runOn);
+  const run = () => runOn(services.orm);
   return mayRetry(req.method ?? 'GET', operationId, keyed) ? retryOnConnectionLoss(run) : run();
+}
+
+/**
+ * A marked read: on the replica when its last background check found it well (no round trip
+ * here), otherwise on the primary. A replica try that lost its connection, or that the standby's
+ * replay cancelled, runs again on the primary with the primary's own retries: the replica never
+ * turns a read into an error. Marked operations only read, so running one again is always safe.
+ */
+async function replicaFirst(services: Services, replica: ReadReplica, runOn: (orm: Orm) => Promise<HandlerResult>): Promise<HandlerResult> {
+  const onPrimary = () => {
+    services.metrics.reads.inc({ target: 'primary' });
+    return runOn(services.orm);
+  };
+  if (!replica.usable()) return retryOnConnectionLoss(onPrimary);
+  services.metrics.reads.inc({ target: 'replica' });
+  try {
+    return await primed(await runOn(replica.orm));
+  } catch (error) {
+    if (isConnectionError(error)) replica.lost(error);
+    else if (!hasSqlState(error, 'serialization_failure')) throw error;
+    return retryOnConnectionLoss(onPrimary);
+  }
+}
+
+/**
+ * A streamed answer with its first chunk already read: the headers go out only after that, so a
+ * replica that fails at once (refused, or gone before a check noticed) fails the try, which then
+ * runs on the primary, instead of cutting a 200 short. A failure later still ends the stream early.
+ */
+async function primed(result: HandlerResult): Promise<HandlerResult> {
+  if (!('stream' in result)) return result;
+  const chunks = result.stream[Symbol.asyncIterator]() as AsyncIterator<unknown>;
+  const first = await chunks.next();
+  async function* all() {
+    try {
+      for (let next = first; !next.done; next = await chunks.next()) yield next.value;
+    } finally {
+      // A client that went away stops the reading here: the source's cursor and connection go back.
+      await chunks.return?.();
+    }
+  }
+  return { ...result, stream: Readable.from(all()) };
 }

@@ -90,6 +90,21 @@ export function servedDocument(document: Document, deployment: Deployment): stri
   return JSON.stringify(served);
 }
 
+/**
+ * `x-read-replica: true` marks a read whose answer may lag the latest writes (platform/db/read-replica.ts).
+ * A standby refuses writes, and a marked read that loses the replica runs again on the primary:
+ * only a GET may carry it. A mistake here stops the start rather than a request.
+ */
+export function checkReplicaReads(operations: ContractOperation[]): void {
+  for (const operation of operations) {
+    const mark = (operation as { 'x-read-replica'?: unknown })['x-read-replica'];
+    if (mark === undefined) continue;
+    if (mark !== true || operation.method !== 'get') {
+      throw new Error(`the contract marks ${operation.operationId ?? operation.path} with x-read-replica: ${JSON.stringify(mark)}; only \`true\` on a GET is allowed`);
+    }
+  }
+}
+
 export async function loadContract(path = CONTRACT_PATH, asyncApiPath = ASYNCAPI_PATH): Promise<Contract> {
   const document = parse(readFileSync(path, 'utf8')) as Document;
   const backend = new OpenAPIBackend({
@@ -107,6 +122,7 @@ export async function loadContract(path = CONTRACT_PATH, asyncApiPath = ASYNCAPI
   // the document no longer changes after init, so build it once. Operations served outside the
   // prefix are left out: under it, `/healthz` is an unknown route, not a handler-less match.
   const operations = backend.router.getOperations();
+  checkReplicaReads(operations);
   const isOutside = outsidePrefix(document);
   const outsideOperations = operations.filter(isOutside);
   const prefixed = operations.filter((operation) => !isOutside(operation));

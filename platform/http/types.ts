@@ -2,6 +2,7 @@
 import type { Readable } from 'node:stream';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Orm } from '../db/orm.ts';
+import type { ReadReplica } from '../db/read-replica.ts';
 import type { Config } from '../config/config.ts';
 import type { Logger } from '../log/logger.ts';
 import type { ObjectStorage } from '../storage/storage.ts';
@@ -23,6 +24,8 @@ export interface Services {
   config: Config;
   logger: Logger;
   orm: Orm;
+  /** The replica the contract's lag-tolerant reads go to while it is well (api-invoke.ts); undefined without DATABASE_READ_URL. */
+  readReplica?: ReadReplica | undefined;
   /** Import files and media: the one storage client of the process. */
   storage: ObjectStorage;
   contract: Contract;

@@ -25,6 +25,7 @@ export function createLogger(level: string, destination: 1 | 2 | DestinationStre
         '*.apiKey',
         'config.signingSecret',
         'config.databaseUrl',
+        'config.databaseRead.url',
       ],
       censor: '[redacted]',
     },

@@ -2,7 +2,7 @@
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from '../../scripts/free-port.ts';
-import { promoteStandby, removeReplicatedPostgres, startReplicatedPostgres, stopPrimary, urlsOf } from '../../scripts/postgres-replica.ts';
+import { promoteStandby, removeReplicatedPostgres, startReplicatedPostgres, stopPrimary, stopStandby, urlsOf } from '../../scripts/postgres-replica.ts';
 import type { ReplicaOptions, ReplicaUrls } from '../../scripts/postgres-replica.ts';
 import { runId } from './test-run.ts';
 
@@ -15,6 +15,8 @@ export interface PrivateReplicatedPostgres {
   readonly standbyUrl: string;
   start(): Promise<ReplicaUrls>;
   stopPrimary(mode: 'fast' | 'immediate'): Promise<void>;
+  /** Stops the standby alone; start() brings it back, streaming again. */
+  stopStandby(mode: 'fast' | 'immediate'): Promise<void>;
   promote(): Promise<void>;
   /** Stops both and deletes the folder; safe to call twice. */
   remove(): Promise<void>;
@@ -43,6 +45,7 @@ export function privateReplicatedPostgres(name: string, { synchronous = false }:
       return startReplicatedPostgres(options);
     },
     stopPrimary: (mode) => stopPrimary(started(), mode),
+    stopStandby: (mode) => stopStandby(started(), mode),
     promote: () => promoteStandby(started()),
     remove: async () => { if (options) await removeReplicatedPostgres(options); },
   };

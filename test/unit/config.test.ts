@@ -63,3 +63,21 @@ test('Kafka settings: the address readers use defaults to the service\'s own, to
     assert.throws(() => loadConfig({ ...base(), [name!]: value }), (error: Error) => error instanceof ConfigError && error.message.includes(name!), `${name}=${value}`);
   }
 });
+
+test('the read replica: off unless DATABASE_READ_URL is set; its bound, interval and pool checked, its password never echoed', () => {
+  const plain = loadConfig(base());
+  assert.equal(plain.databaseRead, undefined);
+  assert.equal(plain.capacity.apiReadConnections, 10);
+  const config = loadConfig({ ...base(), DATABASE_READ_URL: 'postgres://reader:s3cret@standby:5432/catalog', API_DATABASE_READ_CONNECTIONS: '4' });
+  assert.deepEqual(config.databaseRead, { url: 'postgres://reader:s3cret@standby:5432/catalog', maxLagMs: 5000, checkIntervalMs: 1000 });
+  assert.ok(Object.isFrozen(config.databaseRead));
+  assert.equal(config.capacity.apiReadConnections, 4);
+  const tuned = loadConfig({ ...base(), DATABASE_READ_URL: 'postgresql://standby/catalog', DATABASE_READ_MAX_LAG_MS: '1500', DATABASE_READ_CHECK_INTERVAL_MS: '100' });
+  assert.deepEqual(tuned.databaseRead, { url: 'postgresql://standby/catalog', maxLagMs: 1500, checkIntervalMs: 100 });
+  for (const [name, value] of [['DATABASE_READ_MAX_LAG_MS', '-1'], ['DATABASE_READ_MAX_LAG_MS', 'soon'], ['DATABASE_READ_CHECK_INTERVAL_MS', '10'],
+    ['API_DATABASE_READ_CONNECTIONS', '0'], ['DATABASE_READ_URL', 'mysql://reader:s3cret@standby/catalog'], ['DATABASE_READ_URL', 'postgres://reader:s3cret@standby:5432/'],
+    ['DATABASE_READ_URL', 'reader:s3cret@standby']]) {
+    assert.throws(() => loadConfig({ ...base(), [name!]: value }), (error: Error) => error instanceof ConfigError && error.message.includes(name!)
+      && !error.message.includes('s3cret'), `${name}=${value}`);
+  }
+});
