@@ -35,11 +35,14 @@ export function createLaneHolder(options: { databaseUrl: string; logger: Logger 
   // Where this relay starts looking for free lanes, so that relays starting together spread out.
   const offset = randomInt(ALL_LANES.length);
 
-  const lost = async (error: unknown) => {
+  // The locks die with the connection: from that moment another relay may take the lanes, so this
+  // one must claim none of them, not even until its next rebalance.
+  const drop = (error: unknown) => {
     if (held.size > 0) log.warn({ err: error, lanes: [...held] }, 'outbox lanes lost with their connection; taken again when it is back');
     held.clear();
-    await session?.close();
+    const dead = session;
     session = undefined;
+    return dead?.close();
   };
 
   return {
@@ -47,7 +50,9 @@ export function createLaneHolder(options: { databaseUrl: string; logger: Logger 
     async rebalance() {
       try {
         if (!session) {
-          session = await openSession(options.databaseUrl, log, 'outbox lanes');
+          let opened: Session | undefined;
+          opened = await openSession(options.databaseUrl, log, 'outbox lanes', { onLost: (error) => { if (session === opened) void drop(error); } });
+          session = opened;
           await session.query('SELECT pg_advisory_lock($1, $2)', [PRESENCE_LOCK_SPACE, randomInt(2 ** 31)]);
         }
         const [relays] = await session.query<{ n: number }>(RELAYS);
@@ -63,7 +68,7 @@ export function createLaneHolder(options: { databaseUrl: string; logger: Logger 
           if (row?.locked) held.add(lane);
         }
       } catch (error) {
-        await lost(error);
+        await drop(error);
       }
     },
     async close() {

@@ -184,6 +184,11 @@ export interface Session {
 export interface SessionOptions {
   /** Bounds connecting and each statement; unbounded when unset (a migration may take its time). */
   readonly timeoutMs?: number;
+  /**
+   * Called once when the connection is lost (not when closed): what the session held is gone
+   * that moment, before any statement of the holder's would find out.
+   */
+  readonly onLost?: (error: Error) => void;
 }
 
 /**
@@ -199,14 +204,26 @@ export async function openSession(databaseUrl: string, logger: Logger, what: str
   // server that swallows packets) a second later, and on a connection that never completes.
   const bounds = timeoutMs === undefined ? {} : { connectionTimeoutMillis: timeoutMs, statement_timeout: timeoutMs, query_timeout: timeoutMs + 1000 };
   const client = watchClient(new pg.Client({ connectionString: databaseUrl, ...bounds }), logger, what);
+  let ended = false;
+  const lost = (error: Error) => {
+    if (ended) return;
+    ended = true;
+    options.onLost?.(error);
+  };
+  client.on('error', lost);
+  client.on('end', () => lost(new Error(`the connection of ${what} ended`)));
   try {
     await client.connect();
   } catch (error) {
+    ended = true;
     await client.end().catch(() => undefined);
     throw error;
   }
   return {
     query: async <Row>(text: string, params: readonly unknown[] = []) => (await client.query(text, [...params])).rows as Row[],
-    close: () => client.end().catch(() => undefined),
+    close: () => {
+      ended = true;
+      return client.end().catch(() => undefined);
+    },
   };
 }

@@ -96,7 +96,7 @@ function kafkajsLevel(pinoLevel: string): logLevel {
 const RECOVERING = [
   /re-joining the group/,
   /^Restarting the consumer in/,
-  /^Crash: \w+: (Connection error|Connection timeout|Closed connection|No broker available|.*ECONNREFUSED|.*ECONNRESET|.*coordinator is (loading|not available)|.*not the correct coordinator|.*no leader)/,
+  /^Crash: \w+: (Connection error|Connection timeout|Closed connection|No broker available|.*ECONNREFUSED|.*ECONNRESET|.*coordinator is (loading|not available)|.*not the correct coordinator|.*no leader|.*Connection terminated unexpectedly)/,
 ];
 
 // The broker's refusals of a record itself (the relay's REFUSED_FOR_GOOD, consumers/relay/records.ts),
