@@ -1,5 +1,6 @@
 // The outbox relay on a three-broker cluster (replication factor 3, min.insync.replicas 2) whose leaders stop, die and come back under load: every record marked sent is on its topic.
 import assert from 'node:assert/strict';
+import { readFileSync, readdirSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import type pg from 'pg';
 import { createOutboxRelay } from '../../consumers/relay/outbox-relay.ts';
@@ -22,7 +23,7 @@ const prefix = topicPrefixFor(import.meta.url);
 const logger = createLogger(process.env.TEST_LOG_LEVEL ?? 'warn');
 // Writes spread over catalogs (so over the relay's lanes, sent side by side) and items (so over every partition).
 const CATALOGS = ['0192f5f0-2b3c-7d4e-8f5a-6b7c8d9e0f1a', '0192f5f0-2b3c-7d4e-8f5a-6b7c8d9e0f1b', '0192f5f0-2b3c-7d4e-8f5a-6b7c8d9e0f1c', '0192f5f0-2b3c-7d4e-8f5a-6b7c8d9e0f1d'];
-const TRANSACTIONS = 240;
+const TRANSACTIONS = 160;
 const EVENTS_PER_TRANSACTION = 40;
 // Bounded waits: past the relay's longest backoff and a broker's restart on a busy 2-core machine.
 const WAIT_MS = 180_000;
@@ -133,12 +134,25 @@ before(async () => {
   await relay.start();
 });
 
+/** Pids of the Kafka nodes whose command line names the folder (their properties file lives in it). */
+function nodeProcessesOf(folder: string): number[] {
+  return readdirSync('/proc').filter((name) => /^\d+$/.test(name)).flatMap((pid) => {
+    try {
+      const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+      return cmdline.includes('kafka.Kafka') && cmdline.includes(`${folder}/`) ? [Number(pid)] : [];
+    } catch {
+      return []; // gone meanwhile
+    }
+  });
+}
+
 after(async () => {
   await relay?.stop();
   await kafka?.disconnect();
   await orm?.close();
   await db?.end();
   await cluster.remove();
+  assert.deepEqual(nodeProcessesOf(cluster.dataDir), [], 'no Kafka node of the cluster\'s folder is left running');
 });
 
 describe('outbox relay on a three-broker cluster', () => {

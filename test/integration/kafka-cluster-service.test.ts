@@ -10,6 +10,7 @@ import { makeImage } from '../helpers/image-origin.ts';
 import { item as importLine, jsonl, runImport } from '../helpers/imports.ts';
 import { privateCluster, readTopic } from '../helpers/kafka.ts';
 import { eventually, startMediaBed } from '../helpers/media.ts';
+import { metricValue } from '../helpers/metrics.ts';
 import type { MediaBed } from '../helpers/media.ts';
 import { startReceiver } from '../helpers/webhook-receiver.ts';
 import type { Receiver } from '../helpers/webhook-receiver.ts';
@@ -136,6 +137,10 @@ test('a leader killed, two of three brokers away, and a broker wiped, each under
       const { body } = await checkedFetch(`${bed.service.url}/readyz`);
       return (body as { checks: { kafka: string } }).checks.kafka === 'error' ? true : undefined;
     }, 'readiness to report that the cluster takes no writes', RECOVER_MS);
+    // What the alerts read (monitoring/alerts.yml, CatalogDependencyDown and CatalogOutboxLagging; their timing is promtool's test).
+    assert.equal(await metricValue(bed.service.opsUrl, 'catalog_dependency_up', { dependency: 'kafka' }), 0);
+    await eventually(async () => ((await metricValue(bed.service.opsUrl, 'catalog_outbox_lag_seconds') ?? 0) > 0 ? true : undefined),
+      'the outbox lag to show on /metrics', RECOVER_MS);
     return () => Promise.all([cluster.restart(2), cluster.restart(3)]);
   });
 

@@ -34,11 +34,13 @@ const outcomeOf = (client: pg.Client | pg.Pool, sql: string): Promise<string> =>
  * children (backends, walsender, checkpointer) work in it.
  */
 function processesOf(dataDir: string): string[] {
+  // The folder with its separator: another pair's folder may begin with this one's name (`…-failover-sync-node`).
+  const inside = `${dataDir}/`;
   const lines = execFileSync('ps', ['-eo', 'pid=,args='], { encoding: 'utf8' }).split('\n').filter((line) => line.trim());
   return lines.filter((line) => {
-    if (line.includes(dataDir)) return true;
+    if (line.includes(inside)) return true;
     try {
-      return readlinkSync(`/proc/${line.trim().split(/\s+/)[0]}/cwd`).startsWith(dataDir);
+      return `${readlinkSync(`/proc/${line.trim().split(/\s+/)[0]}/cwd`)}/`.startsWith(inside);
     } catch {
       return false;
     }
