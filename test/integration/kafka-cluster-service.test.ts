@@ -137,6 +137,11 @@ test('a leader killed, two of three brokers away, and a broker wiped, each under
       const { body } = await checkedFetch(`${bed.service.url}/readyz`);
       return (body as { checks: { kafka: string } }).checks.kafka === 'error' ? true : undefined;
     }, 'readiness to report that the cluster takes no writes', RECOVER_MS);
+    // A write now still answers, and waits in the outbox (the phase's own writes may all be published by now).
+    const held = payload('two-down-held', 1);
+    const answer = await api.upsertItem(held, opts());
+    assert.equal(answer.status, 201, `an upsert while the cluster takes no writes answered ${answer.status}`);
+    written.set(held.externalId, held);
     // What the alerts read (monitoring/alerts.yml, CatalogDependencyDown and CatalogOutboxLagging; their timing is promtool's test).
     assert.equal(await metricValue(bed.service.opsUrl, 'catalog_dependency_up', { dependency: 'kafka' }), 0);
     await eventually(async () => ((await metricValue(bed.service.opsUrl, 'catalog_outbox_lag_seconds') ?? 0) > 0 ? true : undefined),
