@@ -37,7 +37,7 @@ async function askAnyBroker<T>(brokers: readonly string[], timeoutMs: number, as
 }
 
 /** Whether something accepts a TCP connection at the address within the timeout. */
-function accepts(host: string, port: number, timeoutMs: number): Promise<boolean> {
+export function accepts(host: string, port: number, timeoutMs: number): Promise<boolean> {
   return new Promise((done) => {
     const socket = connect({ host, port, timeout: timeoutMs });
     const finish = (open: boolean) => { socket.destroy(); done(open); };

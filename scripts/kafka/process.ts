@@ -1,16 +1,9 @@
 // Process plumbing for scripts/kafka.ts: is a pid alive, is a port open, a start lock between processes.
 import { readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { connect } from 'node:net';
+import { accepts } from '../../platform/kafka/probe.ts';
 
-export function portOpen(port: number, timeoutMs = 500): Promise<boolean> {
-  return new Promise((done) => {
-    const socket = connect({ host: '127.0.0.1', port, timeout: timeoutMs });
-    const finish = (open: boolean) => { socket.destroy(); done(open); };
-    socket.once('connect', () => finish(true));
-    socket.once('error', () => finish(false));
-    socket.once('timeout', () => finish(false));
-  });
-}
+/** Whether something listens on the loopback port. */
+export const portOpen = (port: number, timeoutMs = 500): Promise<boolean> => accepts('127.0.0.1', port, timeoutMs);
 
 export function isAlive(pid: number): boolean {
   try {
