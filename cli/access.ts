@@ -64,10 +64,11 @@ export async function runAccessCommand(config: Config, group: 'catalogs' | 'keys
       const { values } = parseArgs({ args: rest, options: { catalog: { type: 'string' } }, strict: true });
       const catalog = await findCatalog(em, required(values, 'catalog'));
       const keys = await listApiKeys(em, catalog.id);
-      out(['ID', 'PREFIX', 'TIER', 'SCOPES', 'CREATED', 'REVOKED'].join('\t'));
+      // KIND and EXPIRES come last, so the columns scripts read before keep their places.
+      out(['ID', 'PREFIX', 'TIER', 'SCOPES', 'CREATED', 'REVOKED', 'KIND', 'EXPIRES'].join('\t'));
       for (const key of keys) {
         out([key.id, `${key.keyPrefix}…`, key.tier, key.scopes.join(','), key.createdAt.toISOString(),
-          key.revokedAt?.toISOString() ?? '-'].join('\t'));
+          key.revokedAt?.toISOString() ?? '-', key.kind, key.expiresAt?.toISOString() ?? '-'].join('\t'));
       }
       return 0;
     }

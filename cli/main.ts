@@ -1,4 +1,4 @@
-// The `catalog` command: serve, migrate, and the operator's catalog and key management.
+// The `catalog` command: serve, migrate, and the operator's catalog, key and console-link management.
 import { parseArgs } from 'node:util';
 import { ProductError } from '../platform/errors.ts';
 import { ConfigError, loadConfig } from '../platform/config/config.ts';
@@ -18,6 +18,11 @@ const COMMANDS: Record<string, string> = {
                                           (--rate-limit: requests per minute instead of the tier's)
   keys list --catalog NAME_OR_ID          list a catalog's keys (never the keys themselves)
   keys revoke KEY_ID                      revoke a key at once
+`,
+  console: `  console --catalog NAME_OR_ID [--scopes a,b | --read-only] [--redeem-minutes N] [--session-minutes N] [--label TEXT]
+                                          mint a single-use link to the browser console; prints the
+                                          URL alone on the last line (default: every catalog scope,
+                                          redeemable for 15 minutes, a session of 480)
 `,
   import: `  import FILE.jsonl [--wait] [--errors OUT.jsonl] [--results OUT.jsonl] [--failed-lines OUT.jsonl]
                                           bulk-import a JSONL file through the API (CATALOG_API_URL,
@@ -81,6 +86,8 @@ async function main(argv: string[]): Promise<number> {
     case 'catalogs':
     case 'keys':
       return (await import('./access.ts')).runAccessCommand(loadConfig(), command, rest);
+    case 'console':
+      return (await import('./console.ts')).runConsoleCommand(loadConfig(), rest);
     case 'outbox':
       return (await import('./outbox.ts')).runOutboxCommand(loadConfig(), rest);
     case 'import':

@@ -650,6 +650,81 @@ export type WebhookDeliveryDetail = WebhookDelivery & {
     body: string;
     attempts: DeliveryAttempt[];
 };
+export type CredentialKind = "key" | "console";
+export type Scope = "catalog:read" | "catalog:write" | "bulk_import:manage" | "webhooks:manage" | "stock:write" | "keys:manage" | "admin";
+export type Access = {
+    catalogId: string;
+    catalogName: string;
+    /** The key's id, or the console session's. */
+    keyId: string;
+    kind: CredentialKind;
+    scopes: Scope[];
+    /** When the credential stops working; `null` for a key without an end. */
+    expiresAt: string | null;
+    /** Who or what it is for, as its issuer wrote it. */
+    label: string | null;
+};
+export type ApiKey = {
+    id: string;
+    /** The key's first 13 characters, to tell keys apart (`cat_live_3kTM`). */
+    prefix: string;
+    scopes: Scope[];
+    tier: "free" | "pro" | "enterprise";
+    /** The key's own requests per minute, set by the operator; `null`: its tier's. */
+    rateLimitPerMinute: number | null;
+    label: string | null;
+    createdAt: string;
+    /** When the key stops working; `null`: never. */
+    expiresAt: string | null;
+    revokedAt: string | null;
+};
+export type ApiKeyList = {
+    keys: ApiKey[];
+    /** `null` on the last page. */
+    nextCursor: string | null;
+};
+export type CreateApiKeyRequest = {
+    /** Among the caller's own scopes, never `admin` (403 otherwise). */
+    scopes: Scope[];
+    /** Who or what the key is for. */
+    label?: string;
+    /** When the key stops working (in the future); without it, never. */
+    expiresAt?: string;
+};
+export type ApiKeyCreated = ApiKey & {
+    /** The key; store it now, it is never shown again. */
+    key: string;
+};
+export type RedeemConsoleLinkRequest = {
+    /** The link's token, the `link=` value of its URL's fragment (`cl_…`). */
+    link: string;
+};
+export type CatalogScope = "catalog:read" | "catalog:write" | "bulk_import:manage" | "webhooks:manage" | "stock:write" | "keys:manage";
+export type ConsoleSession = {
+    /** The session's credential, for `Authorization: Bearer`; shown only here. */
+    token: string;
+    /** The link's id (`listConsoleSessions`, `revokeConsoleSession`). */
+    id: string;
+    catalogId: string;
+    catalogName: string;
+    scopes: CatalogScope[];
+    expiresAt: string;
+};
+export type ConsoleSessionState = "pending" | "active" | "expired" | "revoked";
+export type ConsoleSessionRecord = {
+    id: string;
+    catalogId: string;
+    catalogName: string;
+    scopes: CatalogScope[];
+    label: string | null;
+    state: ConsoleSessionState;
+    redeemBy: string;
+    redeemedAt: string | null;
+    /** When the session ends; `null` until the link is redeemed. */
+    expiresAt: string | null;
+    revokedAt: string | null;
+    createdAt: string;
+};
 export type ParkedRecord = {
     /** The parked record's id. */
     id: string;
@@ -675,6 +750,38 @@ export type ParkedRecord = {
 };
 export type ParkedRecordList = {
     records: ParkedRecord[];
+    /** `null` on the last page. */
+    nextCursor: string | null;
+};
+export type CreateConsoleLinkRequest = {
+    /** The catalog's name or id. */
+    catalog: string;
+    /** What the session may do. */
+    scopes: CatalogScope[];
+    /** How long the link can be redeemed. */
+    redeemWithinMinutes?: number;
+    /** How long the session lasts once the link is redeemed. */
+    sessionMinutes?: number;
+    /** Who the link is for. */
+    label?: string;
+};
+export type ConsoleLink = {
+    /** The link's id, also its session's in `listConsoleSessions`. */
+    id: string;
+    catalogId: string;
+    catalogName: string;
+    scopes: CatalogScope[];
+    label: string | null;
+    /** The console's address with the single-use token in its fragment
+    (`…/console/#link=cl_…`); shown only here.
+     */
+    url: string;
+    redeemBy: string;
+    sessionMinutes: number;
+    createdAt: string;
+};
+export type ConsoleSessionList = {
+    sessions: ConsoleSessionRecord[];
     /** `null` on the last page. */
     nextCursor: string | null;
 };
@@ -2098,6 +2205,219 @@ export function retryWebhookDelivery(id: string, deliveryId: string, opts?: Oaza
     });
 }
 /**
+ * Describe the calling credential
+ */
+export function getAccess(opts?: Oazapfts.RequestOpts) {
+    return oazapfts.fetchJson<{
+        status: 200;
+        data: {
+            success: SuccessFlag;
+            data: Access;
+        };
+    } | {
+        status: 400;
+        data: ErrorResponse;
+    } | {
+        status: 401;
+        data: ErrorResponse;
+    } | {
+        status: 429;
+        data: ErrorResponse;
+    } | {
+        status: 500;
+        data: ErrorResponse;
+    } | {
+        status: 503;
+        data: ErrorResponse;
+    }>("/access", {
+        ...opts
+    });
+}
+/**
+ * List the catalog's API keys
+ */
+export function listKeys({ limit, cursor }: {
+    limit?: number;
+    cursor?: string;
+} = {}, opts?: Oazapfts.RequestOpts) {
+    return oazapfts.fetchJson<{
+        status: 200;
+        data: {
+            success: SuccessFlag;
+            data: ApiKeyList;
+        };
+    } | {
+        status: 400;
+        data: ErrorResponse;
+    } | {
+        status: 401;
+        data: ErrorResponse;
+    } | {
+        status: 403;
+        data: ErrorResponse;
+    } | {
+        status: 429;
+        data: ErrorResponse;
+    } | {
+        status: 500;
+        data: ErrorResponse;
+    } | {
+        status: 503;
+        data: ErrorResponse;
+    }>(`/keys${QS.query(QS.explode({
+        limit,
+        cursor
+    }))}`, {
+        ...opts
+    });
+}
+/**
+ * Issue an API key for the catalog
+ */
+export function createKey(createApiKeyRequest: CreateApiKeyRequest, opts?: Oazapfts.RequestOpts) {
+    return oazapfts.fetchJson<{
+        status: 201;
+        data: {
+            success: SuccessFlag;
+            data: ApiKeyCreated;
+        };
+    } | {
+        status: 400;
+        data: ErrorResponse;
+    } | {
+        status: 401;
+        data: ErrorResponse;
+    } | {
+        status: 403;
+        data: ErrorResponse;
+    } | {
+        status: 413;
+        data: ErrorResponse;
+    } | {
+        status: 415;
+        data: ErrorResponse;
+    } | {
+        status: 429;
+        data: ErrorResponse;
+    } | {
+        status: 500;
+        data: ErrorResponse;
+    } | {
+        status: 503;
+        data: ErrorResponse;
+    }>("/keys", oazapfts.json({
+        ...opts,
+        method: "POST",
+        body: createApiKeyRequest
+    }));
+}
+/**
+ * Revoke an API key
+ */
+export function revokeKey(keyId: string, opts?: Oazapfts.RequestOpts) {
+    return oazapfts.fetchJson<{
+        status: 200;
+        data: {
+            success: SuccessFlag;
+            data: ApiKey;
+        };
+    } | {
+        status: 400;
+        data: ErrorResponse;
+    } | {
+        status: 401;
+        data: ErrorResponse;
+    } | {
+        status: 403;
+        data: ErrorResponse;
+    } | {
+        status: 404;
+        data: ErrorResponse;
+    } | {
+        status: 429;
+        data: ErrorResponse;
+    } | {
+        status: 500;
+        data: ErrorResponse;
+    } | {
+        status: 503;
+        data: ErrorResponse;
+    }>(`/keys/${encodeURIComponent(keyId)}`, {
+        ...opts,
+        method: "DELETE"
+    });
+}
+/**
+ * Redeem a console link for a session
+ */
+export function redeemConsoleLink(redeemConsoleLinkRequest: RedeemConsoleLinkRequest, opts?: Oazapfts.RequestOpts) {
+    return oazapfts.fetchJson<{
+        status: 201;
+        data: {
+            success: SuccessFlag;
+            data: ConsoleSession;
+        };
+    } | {
+        status: 400;
+        data: ErrorResponse;
+    } | {
+        status: 401;
+        data: ErrorResponse;
+    } | {
+        status: 413;
+        data: ErrorResponse;
+    } | {
+        status: 415;
+        data: ErrorResponse;
+    } | {
+        status: 429;
+        data: ErrorResponse;
+    } | {
+        status: 500;
+        data: ErrorResponse;
+    } | {
+        status: 503;
+        data: ErrorResponse;
+    }>("/console-sessions", oazapfts.json({
+        ...opts,
+        method: "POST",
+        body: redeemConsoleLinkRequest
+    }));
+}
+/**
+ * End the calling console session
+ */
+export function endConsoleSession(opts?: Oazapfts.RequestOpts) {
+    return oazapfts.fetchJson<{
+        status: 200;
+        data: {
+            success: SuccessFlag;
+            data: ConsoleSessionRecord;
+        };
+    } | {
+        status: 400;
+        data: ErrorResponse;
+    } | {
+        status: 401;
+        data: ErrorResponse;
+    } | {
+        status: 403;
+        data: ErrorResponse;
+    } | {
+        status: 429;
+        data: ErrorResponse;
+    } | {
+        status: 500;
+        data: ErrorResponse;
+    } | {
+        status: 503;
+        data: ErrorResponse;
+    }>("/console-sessions/current", {
+        ...opts,
+        method: "DELETE"
+    });
+}
+/**
  * List the records the broker refused for good
  */
 export function listParkedRecords({ limit, cursor, catalogId, includeResent }: {
@@ -2176,5 +2496,127 @@ export function resendParkedRecord(recordId: string, opts?: Oazapfts.RequestOpts
     }>(`/admin/parked-records/${encodeURIComponent(recordId)}/resend`, {
         ...opts,
         method: "POST"
+    });
+}
+/**
+ * Mint a single-use console link for a catalog
+ */
+export function createConsoleLink(createConsoleLinkRequest: CreateConsoleLinkRequest, opts?: Oazapfts.RequestOpts) {
+    return oazapfts.fetchJson<{
+        status: 201;
+        data: {
+            success: SuccessFlag;
+            data: ConsoleLink;
+        };
+    } | {
+        status: 400;
+        data: ErrorResponse;
+    } | {
+        status: 401;
+        data: ErrorResponse;
+    } | {
+        status: 403;
+        data: ErrorResponse;
+    } | {
+        status: 404;
+        data: ErrorResponse;
+    } | {
+        status: 413;
+        data: ErrorResponse;
+    } | {
+        status: 415;
+        data: ErrorResponse;
+    } | {
+        status: 429;
+        data: ErrorResponse;
+    } | {
+        status: 500;
+        data: ErrorResponse;
+    } | {
+        status: 503;
+        data: ErrorResponse;
+    }>("/admin/console-links", oazapfts.json({
+        ...opts,
+        method: "POST",
+        body: createConsoleLinkRequest
+    }));
+}
+/**
+ * List console links and their sessions
+ */
+export function listConsoleSessions({ limit, cursor, catalog }: {
+    limit?: number;
+    cursor?: string;
+    catalog?: string;
+} = {}, opts?: Oazapfts.RequestOpts) {
+    return oazapfts.fetchJson<{
+        status: 200;
+        data: {
+            success: SuccessFlag;
+            data: ConsoleSessionList;
+        };
+    } | {
+        status: 400;
+        data: ErrorResponse;
+    } | {
+        status: 401;
+        data: ErrorResponse;
+    } | {
+        status: 403;
+        data: ErrorResponse;
+    } | {
+        status: 404;
+        data: ErrorResponse;
+    } | {
+        status: 429;
+        data: ErrorResponse;
+    } | {
+        status: 500;
+        data: ErrorResponse;
+    } | {
+        status: 503;
+        data: ErrorResponse;
+    }>(`/admin/console-sessions${QS.query(QS.explode({
+        limit,
+        cursor,
+        catalog
+    }))}`, {
+        ...opts
+    });
+}
+/**
+ * Revoke a console link and its session
+ */
+export function revokeConsoleSession(sessionId: string, opts?: Oazapfts.RequestOpts) {
+    return oazapfts.fetchJson<{
+        status: 200;
+        data: {
+            success: SuccessFlag;
+            data: ConsoleSessionRecord;
+        };
+    } | {
+        status: 400;
+        data: ErrorResponse;
+    } | {
+        status: 401;
+        data: ErrorResponse;
+    } | {
+        status: 403;
+        data: ErrorResponse;
+    } | {
+        status: 404;
+        data: ErrorResponse;
+    } | {
+        status: 429;
+        data: ErrorResponse;
+    } | {
+        status: 500;
+        data: ErrorResponse;
+    } | {
+        status: 503;
+        data: ErrorResponse;
+    }>(`/admin/console-sessions/${encodeURIComponent(sessionId)}`, {
+        ...opts,
+        method: "DELETE"
     });
 }

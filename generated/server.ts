@@ -1016,6 +1016,136 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/access": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Describe the calling credential
+         * @description What the credential of this request is: its catalog, its id, its kind (`key`, or
+         *     `console` for a console session), its scopes, when it expires and its label. Any valid
+         *     key or console session, whatever its scopes (`x-scope: none` behind `bearerAuth`).
+         */
+        get: operations["getAccess"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the catalog's API keys
+         * @description The catalog's API keys, oldest first, revoked ones included (console sessions are not
+         *     keys and are not listed). Never the key itself nor its hash: `prefix` tells keys apart.
+         *     Requires scope `keys:manage`.
+         */
+        get: operations["listKeys"];
+        put?: never;
+        /**
+         * Issue an API key for the catalog
+         * @description Issues a key of the caller's catalog, with the caller's tier and rate limit. Its `scopes`
+         *     must be among the caller's own: a key never grants more than the credential that made
+         *     it, and `admin` is never granted here (403 `forbidden` naming the scopes refused). The
+         *     key is in the answer, **shown only here**; only its SHA-256 is stored. Not idempotent,
+         *     and it takes no `Idempotency-Key`: a replayed answer would have to keep the key. Requires
+         *     scope `keys:manage`.
+         */
+        post: operations["createKey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/keys/{keyId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The API key's id.
+                 * @example 0192f720-1a2b-7c3d-8e4f-5a6b7c8d9e0f
+                 */
+                keyId: components["parameters"]["KeyId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revoke an API key
+         * @description Revokes one of the catalog's keys at once: its next request is a 401. Revoking a revoked
+         *     key changes nothing; another catalog's key, or a console session, is a 404. The calling
+         *     key may revoke itself. Requires scope `keys:manage`.
+         */
+        delete: operations["revokeKey"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/console-sessions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Redeem a console link for a session
+         * @description Exchanges a console link's token (the `link=` of the link's fragment) for a console
+         *     session: a credential of the link's catalog and scopes that expires after the link's
+         *     `sessionMinutes`, sent as `Authorization: Bearer <token>` like a key. A link is
+         *     redeemed once: a second redeem, a link past its `redeemBy`, a revoked or an unknown link
+         *     is a 401 `unauthorized` whose `details[0]` is `{ path: "link", message }`, `message`
+         *     being `used`, `expired`, `revoked` or `unknown`, and whose `message` says what to do.
+         *     No authentication (`security: []`); limited per client address like every request
+         *     without a key.
+         */
+        post: operations["redeemConsoleLink"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/console-sessions/current": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * End the calling console session
+         * @description Revokes the console session that makes the request (the console's "Sign out"): its next
+         *     request is a 401. A key is not a session: 403 `forbidden` (revoke keys with
+         *     `revokeKey`). Any console session, whatever its scopes.
+         */
+        delete: operations["endConsoleSession"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/storage/v1/upload/{storagePath}": {
         parameters: {
             query?: never;
@@ -1172,6 +1302,31 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/console": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The browser console
+         * @description The console's page (docs/console.md); its script, stylesheet and icon are served under
+         *     `/console/assets/`, named by their content. It opens from a link that `createConsoleLink`
+         *     mints (`/console/#link=…`: the token is in the fragment, which no request carries) and
+         *     then calls this API like any client. No authentication, not rate limited. Answers carry a
+         *     Content Security Policy that allows only this origin, and frame ancestors only from
+         *     `CONSOLE_FRAME_ANCESTORS`. `503` with a page saying so where the console is not built.
+         */
+        get: operations["getConsole"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/admin/parked-records": {
         parameters: {
             query?: never;
@@ -1216,6 +1371,82 @@ export interface paths {
          */
         post: operations["resendParkedRecord"];
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/console-links": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Mint a single-use console link for a catalog
+         * @description Mints a link that opens the browser console on one catalog with the given scopes
+         *     (`admin` is never one of them). `url` carries the link's token in its fragment
+         *     (`/console/#link=cl_…`), which browsers never send to a server, so no server or proxy
+         *     logs it; the console redeems it with `redeemConsoleLink`. It can be redeemed once, within
+         *     `redeemWithinMinutes`; the session it opens lasts `sessionMinutes`. Only the token's
+         *     SHA-256 is stored. Send the URL to the person it is for over a private channel. Operators
+         *     only: requires scope `admin` (`catalog console` on the command line does the same).
+         */
+        post: operations["createConsoleLink"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/console-sessions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List console links and their sessions
+         * @description Every console link, newest first, with the state of the session it opened: `pending`
+         *     (not redeemed yet, within `redeemBy`), `active`, `expired` (not redeemed in time, or the
+         *     session is over) or `revoked`. Requires scope `admin`.
+         */
+        get: operations["listConsoleSessions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/console-sessions/{sessionId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The console link's id (`id` in `listConsoleSessions`).
+                 * @example 0192f720-1a2b-7c3d-8e4f-5a6b7c8d9e0f
+                 */
+                sessionId: components["parameters"]["ConsoleSessionId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revoke a console link and its session
+         * @description Revokes the link if it was not redeemed yet, and the session it opened if it was: the
+         *     session's next request is a 401. Revoking a revoked link changes nothing. Requires scope
+         *     `admin`.
+         */
+        delete: operations["revokeConsoleSession"];
         options?: never;
         head?: never;
         patch?: never;
@@ -3913,6 +4144,274 @@ export interface components {
             resentAt: string | null;
         };
         /**
+         * @description A scope a credential carries (see "Authentication"); `admin` is the operator's.
+         * @example catalog:read
+         * @enum {string}
+         */
+        Scope: "catalog:read" | "catalog:write" | "bulk_import:manage" | "webhooks:manage" | "stock:write" | "keys:manage" | "admin";
+        /**
+         * @description A scope over one catalog: every scope but the operator's `admin`.
+         * @example catalog:read
+         * @enum {string}
+         */
+        CatalogScope: "catalog:read" | "catalog:write" | "bulk_import:manage" | "webhooks:manage" | "stock:write" | "keys:manage";
+        /**
+         * @description `key`: an API key; `console`: a session opened by redeeming a console link, which expires.
+         * @example key
+         * @enum {string}
+         */
+        CredentialKind: "key" | "console";
+        /**
+         * @description The credential of the request (`getAccess`).
+         * @example {
+         *       "catalogId": "0192f5f0-2b3c-7d4e-8f5a-6b7c8d9e0f1a",
+         *       "catalogName": "Acme Store",
+         *       "keyId": "0192f720-1a2b-7c3d-8e4f-5a6b7c8d9e0f",
+         *       "kind": "console",
+         *       "scopes": [
+         *         "catalog:read"
+         *       ],
+         *       "expiresAt": "2026-11-21T20:00:00.000Z",
+         *       "label": "support ticket 4711"
+         *     }
+         */
+        Access: {
+            /** Format: uuid */
+            catalogId: string;
+            catalogName: string;
+            /**
+             * Format: uuid
+             * @description The key's id, or the console session's.
+             */
+            keyId: string;
+            kind: components["schemas"]["CredentialKind"];
+            scopes: components["schemas"]["Scope"][];
+            /**
+             * Format: date-time
+             * @description When the credential stops working; `null` for a key without an end.
+             */
+            expiresAt: string | null;
+            /** @description Who or what it is for, as its issuer wrote it. */
+            label: string | null;
+        };
+        /**
+         * @description An API key of the catalog, without the key itself.
+         * @example {
+         *       "id": "0192f720-1a2b-7c3d-8e4f-5a6b7c8d9e0f",
+         *       "prefix": "cat_live_3kTM",
+         *       "scopes": [
+         *         "catalog:read"
+         *       ],
+         *       "tier": "pro",
+         *       "rateLimitPerMinute": null,
+         *       "label": "storefront reader",
+         *       "createdAt": "2026-11-21T12:00:00.000Z",
+         *       "expiresAt": null,
+         *       "revokedAt": null
+         *     }
+         */
+        ApiKey: {
+            /** Format: uuid */
+            id: string;
+            /** @description The key's first 13 characters, to tell keys apart (`cat_live_3kTM`). */
+            prefix: string;
+            scopes: components["schemas"]["Scope"][];
+            /** @enum {string} */
+            tier: "free" | "pro" | "enterprise";
+            /** @description The key's own requests per minute, set by the operator; `null`: its tier's. */
+            rateLimitPerMinute: number | null;
+            label: string | null;
+            /** Format: date-time */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description When the key stops working; `null`: never.
+             */
+            expiresAt: string | null;
+            /** Format: date-time */
+            revokedAt: string | null;
+        };
+        /**
+         * @description The new key's record and the key itself (shown only here).
+         * @example {
+         *       "id": "0192f720-1a2b-7c3d-8e4f-5a6b7c8d9e0f",
+         *       "prefix": "cat_live_3kTM",
+         *       "scopes": [
+         *         "catalog:read"
+         *       ],
+         *       "tier": "pro",
+         *       "rateLimitPerMinute": null,
+         *       "label": "storefront reader",
+         *       "createdAt": "2026-11-21T12:00:00.000Z",
+         *       "expiresAt": null,
+         *       "revokedAt": null,
+         *       "key": "cat_live_3kTMd8vQ2xYb7NcR5pLw9HfJ1sGe4UaZ"
+         *     }
+         */
+        ApiKeyCreated: components["schemas"]["ApiKey"] & {
+            /** @description The key; store it now, it is never shown again. */
+            key: string;
+        };
+        ApiKeyList: {
+            keys: components["schemas"]["ApiKey"][];
+            /** @description `null` on the last page. */
+            nextCursor: string | null;
+        };
+        CreateApiKeyRequest: {
+            /** @description Among the caller's own scopes, never `admin` (403 otherwise). */
+            scopes: components["schemas"]["Scope"][];
+            /** @description Who or what the key is for. */
+            label?: string;
+            /**
+             * Format: date-time
+             * @description When the key stops working (in the future); without it, never.
+             */
+            expiresAt?: string;
+        };
+        CreateConsoleLinkRequest: {
+            /** @description The catalog's name or id. */
+            catalog: string;
+            /** @description What the session may do. */
+            scopes: components["schemas"]["CatalogScope"][];
+            /**
+             * @description How long the link can be redeemed.
+             * @default 15
+             */
+            redeemWithinMinutes: number;
+            /**
+             * @description How long the session lasts once the link is redeemed.
+             * @default 480
+             */
+            sessionMinutes: number;
+            /** @description Who the link is for. */
+            label?: string;
+        };
+        /**
+         * @description A minted console link (`createConsoleLink`).
+         * @example {
+         *       "id": "0192f720-1a2b-7c3d-8e4f-5a6b7c8d9e0f",
+         *       "catalogId": "0192f5f0-2b3c-7d4e-8f5a-6b7c8d9e0f1a",
+         *       "catalogName": "Acme Store",
+         *       "scopes": [
+         *         "catalog:read"
+         *       ],
+         *       "label": "support ticket 4711",
+         *       "url": "https://catalog.example.com/console/#link=cl_3kTMd8vQ2xYb7NcR5pLw9HfJ1sGe4UaZ",
+         *       "redeemBy": "2026-11-21T12:15:00.000Z",
+         *       "sessionMinutes": 480,
+         *       "createdAt": "2026-11-21T12:00:00.000Z"
+         *     }
+         */
+        ConsoleLink: {
+            /**
+             * Format: uuid
+             * @description The link's id, also its session's in `listConsoleSessions`.
+             */
+            id: string;
+            /** Format: uuid */
+            catalogId: string;
+            catalogName: string;
+            scopes: components["schemas"]["CatalogScope"][];
+            label: string | null;
+            /**
+             * Format: uri
+             * @description The console's address with the single-use token in its fragment
+             *     (`…/console/#link=cl_…`); shown only here.
+             */
+            url: string;
+            /** Format: date-time */
+            redeemBy: string;
+            sessionMinutes: number;
+            /** Format: date-time */
+            createdAt: string;
+        };
+        RedeemConsoleLinkRequest: {
+            /** @description The link's token, the `link=` value of its URL's fragment (`cl_…`). */
+            link: string;
+        };
+        /**
+         * @description A redeemed link's session (`redeemConsoleLink`).
+         * @example {
+         *       "token": "cat_live_Vb7NcR5pLw9HfJ1sGe4UaZ3kTMd8vQ2x",
+         *       "id": "0192f720-1a2b-7c3d-8e4f-5a6b7c8d9e0f",
+         *       "catalogId": "0192f5f0-2b3c-7d4e-8f5a-6b7c8d9e0f1a",
+         *       "catalogName": "Acme Store",
+         *       "scopes": [
+         *         "catalog:read"
+         *       ],
+         *       "expiresAt": "2026-11-21T20:03:00.000Z"
+         *     }
+         */
+        ConsoleSession: {
+            /** @description The session's credential, for `Authorization: Bearer`; shown only here. */
+            token: string;
+            /**
+             * Format: uuid
+             * @description The link's id (`listConsoleSessions`, `revokeConsoleSession`).
+             */
+            id: string;
+            /** Format: uuid */
+            catalogId: string;
+            catalogName: string;
+            scopes: components["schemas"]["CatalogScope"][];
+            /** Format: date-time */
+            expiresAt: string;
+        };
+        /**
+         * @description `pending`: minted, not redeemed, within `redeemBy`; `active`: redeemed, the session
+         *     neither expired nor revoked; `expired`: not redeemed in time, or the session is over;
+         *     `revoked`: by an operator, or ended by its user.
+         * @example active
+         * @enum {string}
+         */
+        ConsoleSessionState: "pending" | "active" | "expired" | "revoked";
+        /**
+         * @description A console link and the session it opened.
+         * @example {
+         *       "id": "0192f720-1a2b-7c3d-8e4f-5a6b7c8d9e0f",
+         *       "catalogId": "0192f5f0-2b3c-7d4e-8f5a-6b7c8d9e0f1a",
+         *       "catalogName": "Acme Store",
+         *       "scopes": [
+         *         "catalog:read"
+         *       ],
+         *       "label": "support ticket 4711",
+         *       "state": "active",
+         *       "redeemBy": "2026-11-21T12:15:00.000Z",
+         *       "redeemedAt": "2026-11-21T12:03:00.000Z",
+         *       "expiresAt": "2026-11-21T20:03:00.000Z",
+         *       "revokedAt": null,
+         *       "createdAt": "2026-11-21T12:00:00.000Z"
+         *     }
+         */
+        ConsoleSessionRecord: {
+            /** Format: uuid */
+            id: string;
+            /** Format: uuid */
+            catalogId: string;
+            catalogName: string;
+            scopes: components["schemas"]["CatalogScope"][];
+            label: string | null;
+            state: components["schemas"]["ConsoleSessionState"];
+            /** Format: date-time */
+            redeemBy: string;
+            /** Format: date-time */
+            redeemedAt: string | null;
+            /**
+             * Format: date-time
+             * @description When the session ends; `null` until the link is redeemed.
+             */
+            expiresAt: string | null;
+            /** Format: date-time */
+            revokedAt: string | null;
+            /** Format: date-time */
+            createdAt: string;
+        };
+        ConsoleSessionList: {
+            sessions: components["schemas"]["ConsoleSessionRecord"][];
+            /** @description `null` on the last page. */
+            nextCursor: string | null;
+        };
+        /**
          * @description How far the catalog's changes are published on Kafka (`getEventPublishing`).
          * @example {
          *       "caughtUp": false,
@@ -4724,7 +5223,7 @@ export interface components {
                 "application/json": components["schemas"]["ErrorResponse"];
             };
         };
-        /** @description `unauthorized`: the API key is missing, invalid or revoked. */
+        /** @description `unauthorized`: the API key is missing, invalid, expired or revoked. */
         Unauthorized: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5057,6 +5556,16 @@ export interface components {
          * @example 0192f610-4d5e-7f6a-8b7c-8d9e0f1a2b3c
          */
         DeliveryId: string;
+        /**
+         * @description The API key's id.
+         * @example 0192f720-1a2b-7c3d-8e4f-5a6b7c8d9e0f
+         */
+        KeyId: string;
+        /**
+         * @description The console link's id (`id` in `listConsoleSessions`).
+         * @example 0192f720-1a2b-7c3d-8e4f-5a6b7c8d9e0f
+         */
+        ConsoleSessionId: string;
         /**
          * @description Makes a non-idempotent POST safe to retry: a repeat with the same key and the same body
          *     within 24 hours returns the first response (status and body); the same key with another
@@ -7391,6 +7900,267 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    getAccess: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The calling credential. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Cache-Control": components["headers"]["Cache-Control-No-Store"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        success: components["schemas"]["SuccessFlag"];
+                        data: components["schemas"]["Access"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listKeys: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Page size.
+                 * @example 50
+                 */
+                limit?: components["parameters"]["Limit"];
+                /**
+                 * @description Opaque cursor from the previous page's `nextCursor`; omit for the first page.
+                 * @example eyJ1IjoiMjAyNi0xMS0yMVQxMjowMDowMC4wMDBaIn0
+                 */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of keys. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Cache-Control": components["headers"]["Cache-Control-No-Store"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        success: components["schemas"]["SuccessFlag"];
+                        data: components["schemas"]["ApiKeyList"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "scopes": [
+                 *         "catalog:read"
+                 *       ],
+                 *       "label": "storefront reader"
+                 *     }
+                 */
+                "application/json": components["schemas"]["CreateApiKeyRequest"];
+            };
+        };
+        responses: {
+            /** @description The key was issued; `key` is shown only in this answer. */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Cache-Control": components["headers"]["Cache-Control-No-Store"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        success: components["schemas"]["SuccessFlag"];
+                        data: components["schemas"]["ApiKeyCreated"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    revokeKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The API key's id.
+                 * @example 0192f720-1a2b-7c3d-8e4f-5a6b7c8d9e0f
+                 */
+                keyId: components["parameters"]["KeyId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The key, revoked. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Cache-Control": components["headers"]["Cache-Control-No-Store"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        success: components["schemas"]["SuccessFlag"];
+                        data: components["schemas"]["ApiKey"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    redeemConsoleLink: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "link": "cl_3kTMd8vQ2xYb7NcR5pLw9HfJ1sGe4UaZ"
+                 *     }
+                 */
+                "application/json": components["schemas"]["RedeemConsoleLinkRequest"];
+            };
+        };
+        responses: {
+            /** @description The session; `token` is shown only in this answer. */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Cache-Control": components["headers"]["Cache-Control-No-Store"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        success: components["schemas"]["SuccessFlag"];
+                        data: components["schemas"]["ConsoleSession"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            /**
+             * @description `unauthorized`: the link cannot be redeemed (`details[0].message`: `used`, `expired`,
+             *     `revoked` or `unknown`), or the request carries an invalid key.
+             */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Cache-Control": components["headers"]["Cache-Control-No-Store"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    endConsoleSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The session, revoked. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Cache-Control": components["headers"]["Cache-Control-No-Store"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        success: components["schemas"]["SuccessFlag"];
+                        data: components["schemas"]["ConsoleSessionRecord"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     uploadImportFile: {
         parameters: {
             query: {
@@ -7831,6 +8601,41 @@ export interface operations {
             "4XX": components["responses"]["OpsClientError"];
         };
     };
+    getConsole: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The HTML page. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description `default-src 'none'`, this origin's scripts, styles, images and API; `frame-ancestors` as configured. */
+                    "Content-Security-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example <!doctype html><html lang="en"><head><title>Catalog console</title>…</head><body>…</body></html> */
+                    "text/html": string;
+                };
+            };
+            500: components["responses"]["InternalError"];
+            /** @description The console is not built on this installation (`npm run build:console`). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            "4XX": components["responses"]["OpsClientError"];
+        };
+    };
     listParkedRecords: {
         parameters: {
             query?: {
@@ -7923,6 +8728,148 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createConsoleLink: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "catalog": "Acme Store",
+                 *       "scopes": [
+                 *         "catalog:read"
+                 *       ],
+                 *       "label": "support ticket 4711"
+                 *     }
+                 */
+                "application/json": components["schemas"]["CreateConsoleLinkRequest"];
+            };
+        };
+        responses: {
+            /** @description The link; its `url` is shown only in this answer. */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Cache-Control": components["headers"]["Cache-Control-No-Store"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        success: components["schemas"]["SuccessFlag"];
+                        data: components["schemas"]["ConsoleLink"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listConsoleSessions: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Page size.
+                 * @example 50
+                 */
+                limit?: components["parameters"]["Limit"];
+                /**
+                 * @description Opaque cursor from the previous page's `nextCursor`; omit for the first page.
+                 * @example eyJ1IjoiMjAyNi0xMS0yMVQxMjowMDowMC4wMDBaIn0
+                 */
+                cursor?: components["parameters"]["Cursor"];
+                /**
+                 * @description Only this catalog's links (its name or id); an unknown catalog is a 404.
+                 * @example Acme Store
+                 */
+                catalog?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of console links, newest first. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Cache-Control": components["headers"]["Cache-Control-No-Store"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        success: components["schemas"]["SuccessFlag"];
+                        data: components["schemas"]["ConsoleSessionList"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    revokeConsoleSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The console link's id (`id` in `listConsoleSessions`).
+                 * @example 0192f720-1a2b-7c3d-8e4f-5a6b7c8d9e0f
+                 */
+                sessionId: components["parameters"]["ConsoleSessionId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The link and its session, revoked. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Cache-Control": components["headers"]["Cache-Control-No-Store"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        success: components["schemas"]["SuccessFlag"];
+                        data: components["schemas"]["ConsoleSessionRecord"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -8906,6 +9853,12 @@ export type PathOperationId =
     | "listWebhookDeliveries"
     | "getWebhookDelivery"
     | "retryWebhookDelivery"
+    | "getAccess"
+    | "listKeys"
+    | "createKey"
+    | "revokeKey"
+    | "redeemConsoleLink"
+    | "endConsoleSession"
     | "uploadImportFile"
     | "downloadStoredObject"
     | "headStoredObject"
@@ -8913,5 +9866,9 @@ export type PathOperationId =
     | "getReadiness"
     | "getMetrics"
     | "getDocs"
+    | "getConsole"
     | "listParkedRecords"
-    | "resendParkedRecord";
+    | "resendParkedRecord"
+    | "createConsoleLink"
+    | "listConsoleSessions"
+    | "revokeConsoleSession";

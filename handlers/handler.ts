@@ -5,7 +5,7 @@ import type { OperationHandler } from '../platform/http/operation-types.ts';
 
 /** Served by the platform outside the API prefix, not by a handler. */
 export const PLATFORM_OPERATIONS = [
-  'getHealth', 'getReadiness', 'getMetrics', 'getDocs', 'uploadImportFile', 'downloadStoredObject', 'headStoredObject',
+  'getHealth', 'getReadiness', 'getMetrics', 'getDocs', 'getConsole', 'uploadImportFile', 'downloadStoredObject', 'headStoredObject',
 ] as const satisfies readonly PathOperationId[];
 
 export type HandledOperationId = Exclude<PathOperationId, (typeof PLATFORM_OPERATIONS)[number]>;

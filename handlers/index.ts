@@ -5,6 +5,11 @@ import { PLATFORM_OPERATIONS } from './handler.ts';
 import type { Handlers } from './handler.ts';
 import { listParkedRecords } from './admin/list-parked-records.ts';
 import { resendParkedRecord } from './admin/resend-parked-record.ts';
+import { createConsoleLink } from './console/create-console-link.ts';
+import { endConsoleSession } from './console/end-console-session.ts';
+import { listConsoleSessions } from './console/list-console-sessions.ts';
+import { redeemConsoleLink } from './console/redeem-console-link.ts';
+import { revokeConsoleSession } from './console/revoke-console-session.ts';
 import { getEvent } from './events/get-event.ts';
 import { getEventPublishing } from './events/get-event-publishing.ts';
 import { listEvents } from './events/list-events.ts';
@@ -17,6 +22,10 @@ import { listImportErrors } from './imports/list-import-errors.ts';
 import { listImports } from './imports/list-imports.ts';
 import { retryImport } from './imports/retry-import.ts';
 import { startImport } from './imports/start-import.ts';
+import { createKey } from './keys/create-key.ts';
+import { getAccess } from './keys/get-access.ts';
+import { listKeys } from './keys/list-keys.ts';
+import { revokeKey } from './keys/revoke-key.ts';
 import { bulkUpsertItems } from './items/bulk-upsert-items.ts';
 import { deleteItem } from './items/delete-item.ts';
 import { exportItems } from './items/export-items.ts';
@@ -89,9 +98,20 @@ export const handlers: Handlers = Object.freeze({
   listWebhookDeliveries,
   getWebhookDelivery,
   retryWebhookDelivery,
+  // keys
+  getAccess,
+  listKeys,
+  createKey,
+  revokeKey,
+  // console
+  redeemConsoleLink,
+  endConsoleSession,
   // admin
   listParkedRecords,
   resendParkedRecord,
+  createConsoleLink,
+  listConsoleSessions,
+  revokeConsoleSession,
 } satisfies Handlers);
 
 const platformOperations: ReadonlySet<string> = new Set(PLATFORM_OPERATIONS);

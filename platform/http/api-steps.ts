@@ -78,11 +78,15 @@ export function routeRequest(services: Services, request: ApiRequest): RoutedOpe
   throw httpError('not_found', `No route ${request.method} ${request.path}.`);
 }
 
-/** A public operation (`security: []`) admits anyone; any other needs a key with the operation's `x-scope`. */
+/**
+ * A public operation (`security: []`) admits anyone; any other needs a key, with the operation's
+ * `x-scope` unless that is `none` (`GET /access`: any valid key, whatever its scopes).
+ */
 export function authorize(operation: RoutedOperation, auth: Auth | undefined): void {
   if (Array.isArray(operation.security) && operation.security.length === 0) return;
   if (!auth) throw unauthorized();
-  requireScope(auth, (operation as { 'x-scope'?: string })['x-scope']);
+  const scope = (operation as { 'x-scope'?: string })['x-scope'];
+  if (scope !== 'none') requireScope(auth, scope);
 }
 
 /** The path parameters, percent-decoded: a malformed one is refused (400) before the body is read. */

@@ -42,7 +42,7 @@ export async function authenticate(services: Services, header: string | undefine
     : mismatch
       ? `This API key belongs to the ${environment} environment (${KEY_PREFIXES[environment!]}…); this is the ${services.config.environment} `
         + `service, which takes ${KEY_PREFIXES[services.config.environment]}… keys.`
-      : 'The API key is invalid or has been revoked.';
+      : 'The API key is invalid, expired or has been revoked.';
   return { auth: undefined, rateLimit: rateLimit!, refusal };
 }
 

@@ -11,7 +11,7 @@ import type { Metrics } from '../metrics.ts';
 import type { RateLimitState } from './rate-limit.ts';
 import type { Readiness } from './ops.ts';
 
-export type Scope = 'catalog:read' | 'catalog:write' | 'bulk_import:manage' | 'webhooks:manage' | 'stock:write';
+export type Scope = 'catalog:read' | 'catalog:write' | 'bulk_import:manage' | 'webhooks:manage' | 'stock:write' | 'keys:manage';
 
 export interface Auth {
   keyId: string;

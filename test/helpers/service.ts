@@ -43,7 +43,7 @@ export interface Tenant {
   key: string;
 }
 
-export const ALL_SCOPES = ['catalog:read', 'catalog:write', 'bulk_import:manage', 'webhooks:manage', 'stock:write'];
+export const ALL_SCOPES = ['catalog:read', 'catalog:write', 'bulk_import:manage', 'webhooks:manage', 'stock:write', 'keys:manage'];
 
 let tenantCounter = 0;
 

@@ -88,7 +88,7 @@ test('keys list shows ids and prefixes, never keys; keys revoke takes effect on 
   assert.ok(!listed.stdout.includes(key), 'the key itself is never listed');
   const row = listed.stdout.trim().split('\n')[1]!.split('\t');
   assert.equal(row[1], `${key.slice(0, 13)}…`);
-  assert.equal(row[5], '-');
+  assert.deepEqual([row[5], row[6], row[7]], ['-', 'key', '-']);
 
   const revoked = await catalog('keys', 'revoke', row[0]!);
   assert.equal(revoked.code, 0, revoked.stderr);
@@ -117,6 +117,47 @@ test('keys create --rate-limit sets a key\'s own requests per minute in place of
   assert.match(refused.stderr, /rate-limit/);
 });
 
+test('console prints the link alone on its last line: the token in its fragment only, redeemable once', async () => {
+  await catalog('catalogs', 'create', '--name', 'Console Shop', '--owner-email', 'ops@console.example');
+  const result = await catalog('console', '--catalog', 'Console Shop', '--read-only', '--label', 'support ticket 4711');
+  assert.equal(result.code, 0, result.stderr);
+  const lines = result.stdout.trimEnd().split('\n');
+  assert.equal(lines.length, 2);
+  assert.match(lines[0]!, /catalog "Console Shop" \(scopes catalog:read\).*redeem by \d{4}-\d\d-\d\dT/);
+  const url = new URL(lastLine(result.stdout));
+  assert.deepEqual([url.pathname, url.search], ['/console/', ''], 'the token is never in the path or the query, which servers log');
+  const token = new URLSearchParams(url.hash.slice(1)).get('link') ?? '';
+  assert.match(token, /^cl_[0-9A-Za-z]{32}$/);
+  const sql = await sqlClient(service.databaseUrl);
+  try {
+    const { rows } = await sql.query('SELECT token_hash, scopes, label FROM console_links WHERE label = $1', ['support ticket 4711']);
+    assert.equal(rows.length, 1);
+    assert.notEqual(rows[0].token_hash, token);
+    assert.deepEqual([rows[0].scopes, rows[0].label], [['catalog:read'], 'support ticket 4711']);
+  } finally {
+    await sql.end();
+  }
+  const redeem = () => checkedFetch(`${service.url}/api/v1/catalog/console-sessions`, {
+    method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ link: token }),
+  });
+  const first = await redeem();
+  assert.equal(first.response.status, 201);
+  assert.deepEqual(first.body.data.scopes, ['catalog:read']);
+  assert.equal((await redeem()).response.status, 401);
+
+  const everything = await catalog('console', '--catalog', 'Console Shop');
+  assert.equal(everything.code, 0, everything.stderr);
+  assert.match(everything.stdout, /scopes catalog:read,catalog:write,bulk_import:manage,webhooks:manage,stock:write,keys:manage\)/);
+  const admin = await catalog('console', '--catalog', 'Console Shop', '--scopes', 'admin');
+  assert.equal(admin.code, 1);
+  assert.match(admin.stderr, /not a catalog scope: admin/);
+  assert.equal((await catalog('console', '--catalog', 'Console Shop', '--scopes', 'catalog:read', '--read-only')).code, 2);
+  const listed = await catalog('keys', 'list', '--catalog', 'Console Shop');
+  const session = listed.stdout.trim().split('\n')[1]!.split('\t');
+  assert.equal(session[6], 'console');
+  assert.match(session[7]!, /^\d{4}-/);
+});
+
 test('bad invocations explain themselves and exit non-zero', async () => {
   const unknownScope = await catalog('keys', 'create', '--catalog', 'Keys Shop', '--scopes', 'catalog:everything', '--tier', 'free');
   assert.equal(unknownScope.code, 1);
@@ -138,7 +179,7 @@ test('bad invocations explain themselves and exit non-zero', async () => {
 test('--version, --help on every command, and a command group without its subcommand shows that group only', async () => {
   const version = await catalog('--version');
   assert.deepEqual([version.code, version.stdout], [0, `catalog ${JSON.parse(readFileSync('package.json', 'utf8')).version}\n`]);
-  for (const command of ['serve', 'migrate', 'catalogs', 'keys', 'import', 'doctor']) {
+  for (const command of ['serve', 'migrate', 'catalogs', 'keys', 'console', 'import', 'doctor']) {
     const help = await catalog(command, '--help');
     assert.equal(help.code, 0, `${command} --help: ${help.stderr}`);
     assert.match(help.stdout, new RegExp(`^Usage: catalog ${command} `));

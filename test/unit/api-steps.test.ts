@@ -79,6 +79,10 @@ test('authorize admits anyone to a public operation and a key with the scope to 
   assert.equal((await refusal(() => authorize(operation, undefined))).code, 'unauthorized');
   assert.equal((await refusal(() => authorize(operation, auth(['webhooks:manage'])))).code, 'forbidden');
   authorize(operation, auth(['catalog:read']));
+  // `x-scope: none` behind bearerAuth: any valid key, whatever its scopes, and never no key.
+  const access = routed('GET', '/access').operation;
+  authorize(access, auth([]));
+  assert.equal((await refusal(() => authorize(access, undefined))).code, 'unauthorized');
 });
 
 test('decodePathParameters percent-decodes the path parameters and refuses a malformed one', async () => {

@@ -28,6 +28,10 @@ export const ApiKey = defineEntity({
     rateLimitPerMinute: p.integer().nullable(),
     createdAt: p.datetime().onCreate(() => new Date()),
     revokedAt: p.datetime().nullable(),
+    /** `console`: a session opened by a console link (domain/access/console-links.ts). */
+    kind: p.enum(['key', 'console'] as const).default('key'),
+    expiresAt: p.datetime().nullable(),
+    label: p.text().nullable(),
   },
 });
 export type ApiKey = InferEntity<typeof ApiKey>;

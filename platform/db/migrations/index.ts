@@ -21,6 +21,7 @@ import { ItemVersions } from './0019-item-versions.ts';
 import { WebhookFilters } from './0020-webhook-filters.ts';
 import { OrderedWebhooks } from './0021-ordered-webhooks.ts';
 import { CompactImportResults } from './0022-compact-import-results.ts';
+import { ConsoleAccess } from './0023-console-access.ts';
 
 export const migrations: MigrationObject[] = [
   { name: '0001-initial-schema', class: InitialSchema },
@@ -44,4 +45,5 @@ export const migrations: MigrationObject[] = [
   { name: '0020-webhook-filters', class: WebhookFilters },
   { name: '0021-ordered-webhooks', class: OrderedWebhooks },
   { name: '0022-compact-import-results', class: CompactImportResults },
+  { name: '0023-console-access', class: ConsoleAccess },
 ];
