@@ -2,7 +2,7 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import { ConfigError, baseUrl, bool, brokerList, int, oneOf } from './parse.ts';
+import { ConfigError, baseUrl, bool, brokerList, int, oneOf, originList } from './parse.ts';
 import type { Env } from './parse.ts';
 import { readReplicaConfig } from './database-read.ts';
 import type { ReadReplicaConfig } from './database-read.ts';
@@ -76,6 +76,8 @@ export interface Config {
   readonly otherEnvironmentUrl: string | undefined;
   /** CORS_ALLOWED_ORIGINS: browser origins that may call the API (`*` for any); empty: CORS off. */
   readonly corsAllowedOrigins: readonly string[];
+  /** CONSOLE_FRAME_ANCESTORS: origins whose pages may embed the console in a frame; empty: none may. */
+  readonly consoleFrameAncestors: readonly string[];
   readonly smtpUrl: string | undefined;
   readonly mailFrom: string;
   readonly logLevel: string;
@@ -170,23 +172,6 @@ function replicationFactor(env: Env): number {
   const factor = int(env, 'KAFKA_REPLICATION_FACTOR', -1, -1, 32_767);
   if (factor === 0) throw new ConfigError('KAFKA_REPLICATION_FACTOR must be -1 (the cluster\'s default) or at least 1, got "0"');
   return factor;
-}
-
-function corsOrigins(env: Env): readonly string[] {
-  const raw = env.CORS_ALLOWED_ORIGINS ?? '';
-  const origins = raw.split(',').map((o) => o.trim()).filter((o) => o !== '');
-  for (const origin of origins) {
-    let parsed: URL | undefined;
-    try {
-      parsed = new URL(origin);
-    } catch {
-      // Reported below.
-    }
-    if (origin !== '*' && (parsed === undefined || parsed.origin !== origin)) {
-      throw new ConfigError(`CORS_ALLOWED_ORIGINS must be a comma list of origins (scheme://host[:port], no path or slash) or *, got "${origin}"`);
-    }
-  }
-  return Object.freeze(origins);
 }
 
 const LOG_LEVELS = new Set(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
@@ -287,7 +272,9 @@ export function loadConfig(env: Env = process.env): Config {
     capacity: capacity(env),
     environment: oneOf(env, 'CATALOG_ENVIRONMENT', 'production', ['production', 'staging'] as const),
     otherEnvironmentUrl: baseUrl(env, 'OTHER_ENVIRONMENT_URL'),
-    corsAllowedOrigins: corsOrigins(env),
+    corsAllowedOrigins: originList(env, 'CORS_ALLOWED_ORIGINS', { anyOrigin: true }),
+    // The merchant platform's dashboard origins that may frame the console (CSP frame-ancestors).
+    consoleFrameAncestors: originList(env, 'CONSOLE_FRAME_ANCESTORS', { anyOrigin: false }),
     smtpUrl: env.SMTP_URL || undefined,
     mailFrom: env.MAIL_FROM || 'Catalog Service <no-reply@catalog.localhost>',
     logLevel,

@@ -52,3 +52,15 @@ export function brokerList(env: Env, name: string): readonly string[] | undefine
   const brokers = env[name]?.split(',').map((b) => b.trim()).filter((b) => b !== '');
   return brokers && brokers.length > 0 ? Object.freeze(brokers) : undefined;
 }
+
+/** A comma list of origins (scheme://host[:port]); `*` too where any origin may be named. */
+export function originList(env: Env, name: string, options: { anyOrigin: boolean }): readonly string[] {
+  const origins = (env[name] ?? '').split(',').map((o) => o.trim()).filter((o) => o !== '');
+  for (const origin of origins) {
+    if (options.anyOrigin && origin === '*') continue;
+    if (!URL.canParse(origin) || new URL(origin).origin !== origin) {
+      throw new ConfigError(`${name} must be a comma list of origins (scheme://host[:port], no path or slash)${options.anyOrigin ? ' or *' : ''}, got "${origin}"`);
+    }
+  }
+  return Object.freeze(origins);
+}

@@ -9,6 +9,7 @@ import type { Cors } from './cors.ts';
 import { httpError } from './errors.ts';
 import { serveApi } from './api-pipeline.ts';
 import type { RequestRecord } from './api-pipeline.ts';
+import { consoleRoutes } from './console.ts';
 import { matchOps } from './ops.ts';
 import { sendError } from './respond.ts';
 import { answerClientError, newRequestId } from './transport.ts';
@@ -32,6 +33,7 @@ export interface HttpServerOptions {
 export function createHttpServer(options: HttpServerOptions): Server {
   const { services } = options;
   const cors = createCors(services.config.corsAllowedOrigins);
+  const serveConsole = consoleRoutes(services.config);
   // requireHostHeader: Node's own 400 for a missing Host is bare; handle() answers it in the envelope.
   // Each request starts in the root context: on Deno a runtime-dispatched request otherwise runs in
   // whatever context the last dynamic import was made in (platform/async-context.ts).
@@ -50,7 +52,7 @@ export function createHttpServer(options: HttpServerOptions): Server {
         latencyMs: Math.round(seconds * 1e4) / 10, catalogId: record.catalogId,
       }, 'request');
     });
-    traced(req, res, record, () => handle(options, cors, req, res, requestId, record)).catch((error) => {
+    traced(req, res, record, () => handle(options, cors, serveConsole, req, res, requestId, record)).catch((error) => {
       services.logger.error({ err: error, requestId }, 'unhandled request failure');
       if (!res.headersSent) sendError(res, error, requestId, { 'x-request-id': requestId });
       else res.destroy();
@@ -78,7 +80,9 @@ function traced(req: IncomingMessage, res: ServerResponse, record: RequestRecord
   });
 }
 
-async function handle(options: HttpServerOptions, cors: Cors, req: IncomingMessage, res: ServerResponse, requestId: string, record: RequestRecord) {
+type ConsoleRoutes = ReturnType<typeof consoleRoutes>;
+
+async function handle(options: HttpServerOptions, cors: Cors, serveConsole: ConsoleRoutes, req: IncomingMessage, res: ServerResponse, requestId: string, record: RequestRecord) {
   if (req.httpVersion === '1.1' && req.headers.host === undefined) {
     // RFC 9112 §3.2: a server must answer 400 to an HTTP/1.1 request without Host.
     sendError(res, httpError('bad_request', 'An HTTP/1.1 request must carry a Host header.'), requestId, { 'x-request-id': requestId });
@@ -110,6 +114,11 @@ async function handle(options: HttpServerOptions, cors: Cors, req: IncomingMessa
     req.resume();
     await ops.serve(res, headers);
     return;
+  }
+  if (url.pathname === '/console' || url.pathname.startsWith('/console/')) {
+    record.operationId = 'getConsole';
+    req.resume();
+    if (await serveConsole(req, res, url.pathname, headers)) return;
   }
   if (!(await options.extraRoutes?.(req, res, url, requestId, record))) {
     req.resume();

@@ -1,6 +1,7 @@
 // Runs once around all test files: a real Kafka broker (the project's own, a Testcontainers one, or KAFKA_BROKERS), and a run id,
 // held as a Postgres advisory lock for the run, that makes databases, topic prefixes and data folders unique to this run.
 import { resolve } from 'node:path';
+import { buildConsole } from '../../scripts/build-console.ts';
 import { ensureKafka } from '../../scripts/kafka.ts';
 import { ensureAsyncApiModels } from './asyncapi-models.ts';
 import { ADMIN_DATABASE_URL, dropRunDatabases, dropStaleDatabases } from './database.ts';
@@ -28,6 +29,8 @@ export async function globalSetup(): Promise<void> {
   }
   // Made once here rather than by the first test files to read a topic, all at once.
   ensureAsyncApiModels();
+  // The browser tests load the console as its sources stand, not as the last `npm install` built it.
+  await buildConsole();
 }
 
 export async function globalTeardown(): Promise<void> {

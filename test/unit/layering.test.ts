@@ -6,23 +6,25 @@ import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
-const LAYERS = ['app', 'handlers', 'consumers', 'domain', 'platform', 'cli', 'scripts', 'bench'] as const;
+const LAYERS = ['app', 'handlers', 'consumers', 'domain', 'platform', 'cli', 'scripts', 'bench', 'console'] as const;
 type Layer = (typeof LAYERS)[number];
 
 /** What each folder must never import. `test/` is off limits to all but the benchmarks, which reuse its servers. */
 const FORBIDDEN: Record<Layer, readonly string[]> = {
   // platform/ is how the service talks to the world and knows nothing of the product.
-  platform: ['app', 'handlers', 'consumers', 'domain', 'cli', 'scripts', 'bench'],
+  platform: ['app', 'handlers', 'consumers', 'domain', 'cli', 'scripts', 'bench', 'console'],
   // domain/ is what the product does, reached through doors it does not know.
-  domain: ['app', 'handlers', 'consumers', 'cli', 'scripts', 'bench'],
+  domain: ['app', 'handlers', 'consumers', 'cli', 'scripts', 'bench', 'console'],
   // The doors call domain/; they neither call each other nor know what built them.
-  handlers: ['app', 'consumers', 'cli', 'scripts', 'bench'],
-  consumers: ['app', 'handlers', 'cli', 'scripts', 'bench'],
+  handlers: ['app', 'consumers', 'cli', 'scripts', 'bench', 'console'],
+  consumers: ['app', 'handlers', 'cli', 'scripts', 'bench', 'console'],
   // The composition root builds everything and is built by the command line alone.
-  app: ['cli', 'bench'],
-  scripts: ['app', 'handlers', 'consumers', 'domain', 'cli', 'bench'],
-  cli: ['bench'],
-  bench: [],
+  app: ['cli', 'bench', 'console'],
+  scripts: ['app', 'handlers', 'consumers', 'domain', 'cli', 'bench', 'console'],
+  cli: ['bench', 'console'],
+  bench: ['console'],
+  // The browser console's only door to the service is the generated client (its built files are served, never imported).
+  console: ['app', 'handlers', 'consumers', 'domain', 'platform', 'cli', 'scripts', 'bench'],
 };
 
 /** Module-level `let`s that hold state of the process, not configuration, with the reason each is allowed. */
@@ -45,7 +47,7 @@ function sourceFiles(): string[] {
     for (const entry of readdirSync(join(ROOT, dir), { withFileTypes: true })) {
       const path = join(dir, entry.name);
       if (entry.isDirectory()) walk(path);
-      else if (entry.name.endsWith('.ts')) files.push(path);
+      else if (/\.tsx?$/.test(entry.name) && dir !== 'console/dist') files.push(path);
     }
   };
   for (const layer of LAYERS) walk(layer);
