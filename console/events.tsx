@@ -12,7 +12,8 @@ const TYPES: EventType[] = [
   'item.created', 'item.updated', 'item.deleted', 'variant.created', 'variant.updated', 'variant.deleted', 'stock.adjusted',
   'media.ingested', 'media.ingestion_failed', 'import.completed', 'import.failed',
 ];
-const MAX_SHOWN = 500;
+const PAGE = 100;
+const MAX_SHOWN = 2000;
 const TAIL_MS = 2000;
 
 export function EventsScreen({ resourceId }: { resourceId: string | undefined }) {
@@ -21,28 +22,22 @@ export function EventsScreen({ resourceId }: { resourceId: string | undefined })
   const [type, setType] = useState<EventType | ''>('');
   const [live, setLive] = useState(true);
   const [events, setEvents] = useState<EventEnvelope[]>([]);
+  const [older, setOlder] = useState<string | undefined>(undefined);
   const [error, setError] = useState<unknown>(undefined);
-  const last = useRef<string | undefined>(undefined);
+  const newest = useRef<string | undefined>(undefined);
   const filters = { ...(type ? { $type: type } : {}), ...(resourceId ? { resourceId } : {}) };
-  // The log is oldest first: read the window forwards, keep the newest MAX_SHOWN, show them reversed.
-  const readFrom = async (start: { since?: string; after?: string }) => {
-    const found: EventEnvelope[] = [];
-    let cursor: string | undefined;
-    do {
-      const page = await call((opts) => api.listEvents({ limit: 100, ...start, ...filters, ...(cursor ? { cursor } : {}) }, opts));
-      found.push(...page.events);
-      cursor = page.nextCursor ?? undefined;
-    } while (cursor);
-    return found;
-  };
+  const since = () => new Date(Date.now() - Number(minutes) * 60_000).toISOString();
+  // Newest first, a page at a time going back; the tail reads forwards from the newest shown.
+  const page = (cursor: string | undefined) => call((opts) => api.listEvents({ limit: PAGE, order: 'desc', since: since(), ...filters, ...(cursor ? { cursor } : {}) }, opts));
   useEffect(() => {
     let stopped = false;
-    last.current = undefined;
+    newest.current = undefined;
     setEvents([]);
-    readFrom({ since: new Date(Date.now() - Number(minutes) * 60_000).toISOString() }).then((found) => {
+    page(undefined).then((first) => {
       if (stopped) return;
-      last.current = found.at(-1)?.id;
-      setEvents(found.slice(-MAX_SHOWN).reverse());
+      newest.current = first.events[0]?.id;
+      setEvents(first.events);
+      setOlder(first.nextCursor ?? undefined);
       setError(undefined);
     }, setError);
     return () => { stopped = true; };
@@ -50,15 +45,27 @@ export function EventsScreen({ resourceId }: { resourceId: string | undefined })
   useEffect(() => {
     if (!live) return undefined;
     const timer = setInterval(() => {
-      const start = last.current ? { after: last.current } : { since: new Date(Date.now() - Number(minutes) * 60_000).toISOString() };
-      readFrom(start).then((found) => {
-        if (found.length === 0) return;
-        last.current = found.at(-1)?.id;
-        setEvents((shown) => [...found.reverse(), ...shown].slice(0, MAX_SHOWN));
+      const start = newest.current ? { after: newest.current } : { since: since() };
+      call((opts) => api.listEvents({ limit: PAGE, ...start, ...filters }, opts)).then((fresh) => {
+        if (fresh.events.length === 0) return;
+        newest.current = fresh.events.at(-1)!.id;
+        setEvents((shown) => {
+          const all = [...fresh.events.toReversed(), ...shown];
+          // A long tail of a busy catalog keeps the newest; older ones are read again by narrowing the window.
+          if (all.length <= MAX_SHOWN) return all;
+          setOlder(undefined);
+          return all.slice(0, MAX_SHOWN);
+        });
       }, setError);
     }, TAIL_MS);
     return () => clearInterval(timer);
   }, [live, minutes, type, resourceId]);
+  const showOlder = () => {
+    page(older).then((more) => {
+      setEvents((shown) => [...shown, ...more.events]);
+      setOlder(more.nextCursor ?? undefined);
+    }, setError);
+  };
   return (
     <>
       <h1>Events{resourceId && <> about <code>{resourceId}</code></>}</h1>
@@ -74,7 +81,7 @@ export function EventsScreen({ resourceId }: { resourceId: string | undefined })
         {resourceId && <button type="button" class="link" onClick={() => go('events')}>Every resource</button>}
       </div>
       <ErrorNotice error={error} />
-      <p role="status">{events.length === 0 ? 'No event in this window yet.' : `${events.length} event${events.length === 1 ? '' : 's'}, newest first.`}</p>
+      <p role="status">{events.length === 0 ? 'No event in this window yet.' : `${events.length} event${events.length === 1 ? '' : 's'} shown, newest first.`}</p>
       <ol class="events" aria-label="Events, newest first">
         {events.map((event) => (
           <li key={event.id}>
@@ -85,6 +92,7 @@ export function EventsScreen({ resourceId }: { resourceId: string | undefined })
           </li>
         ))}
       </ol>
+      {older && <button type="button" onClick={showOlder}>Show older events</button>}
     </>
   );
 }

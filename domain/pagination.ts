@@ -43,6 +43,15 @@ export function decodeIdCursor(cursor: string): string {
   return decode(cursor, ({ e }) => (typeof e === 'string' && isId(e) ? e.toLowerCase() : undefined));
 }
 
+/** The cursor of the event log read newest first: the oldest event shown, a page goes on before it. */
+export function encodeBeforeCursor(id: string): string {
+  return encode({ b: id });
+}
+
+export function decodeBeforeCursor(cursor: string): string {
+  return decode(cursor, ({ b }) => (typeof b === 'string' && isId(b) ? b.toLowerCase() : undefined));
+}
+
 /** The cursor of lists ordered by line number (an import's line errors). */
 export function encodeLineCursor(lineNumber: number): string {
   return encode({ l: lineNumber });

@@ -1616,7 +1616,7 @@ export function refreshMediaAsset(assetId: string, opts?: Oazapfts.RequestOpts) 
 /**
  * List the catalog's events
  */
-export function listEvents({ limit, cursor, after, $type, resourceId, since, until }: {
+export function listEvents({ limit, cursor, after, $type, resourceId, since, until, order }: {
     limit?: number;
     cursor?: string;
     after?: string;
@@ -1624,6 +1624,7 @@ export function listEvents({ limit, cursor, after, $type, resourceId, since, unt
     resourceId?: string;
     since?: string;
     until?: string;
+    order?: "asc" | "desc";
 } = {}, opts?: Oazapfts.RequestOpts) {
     return oazapfts.fetchJson<{
         status: 200;
@@ -1656,7 +1657,8 @@ export function listEvents({ limit, cursor, after, $type, resourceId, since, unt
         "type": $type,
         resourceId,
         since,
-        until
+        until,
+        order
     }))}`, {
         ...opts
     });

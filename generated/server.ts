@@ -660,8 +660,8 @@ export interface paths {
         };
         /**
          * List the catalog's events
-         * @description The catalog's events of the last `EVENT_RETENTION_DAYS` days (default 30), oldest first,
-         *     each exactly as webhooks and Kafka `catalog.events.v1` carry it. A subscriber that was
+         * @description The catalog's events of the last `EVENT_RETENTION_DAYS` days (default 30), oldest first
+         *     (newest first with `order=desc`), each exactly as webhooks and Kafka `catalog.events.v1` carry it. A subscriber that was
          *     away resynchronises from here: it passes the id of the last event it handled as `after`
          *     (or a time as `since`) and follows `nextCursor` until it is `null`. Filters by `type`,
          *     `resourceId` and a `createdAt` range. Requires scope `catalog:read`.
@@ -7051,6 +7051,14 @@ export interface operations {
                  * @example 2026-11-22T00:00:00.000Z
                  */
                 until?: string;
+                /**
+                 * @description `asc` (the default): oldest first, to catch up from `after` or `since`. `desc`: newest
+                 *     first, as a person reads a log; `nextCursor` goes on to older events, and `after` and
+                 *     `since` bound how far back. A cursor is read in the order it was made in (another
+                 *     order's is a 400).
+                 * @example desc
+                 */
+                order?: "asc" | "desc";
             };
             header?: never;
             path?: never;
@@ -7058,7 +7066,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description A page of events, oldest first. */
+            /** @description A page of events, oldest first (newest first with `order=desc`). */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];

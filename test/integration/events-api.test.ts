@@ -1,4 +1,4 @@
-// The event log through the API: GET /events (oldest first, filters, cursor, after) and GET /events/{id}, each event as delivered; the retention purge.
+// The event log through the API: GET /events (oldest or newest first, filters, cursor, after) and GET /events/{id}, each event as delivered; the retention purge.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import * as api from '../../generated/client.ts';
@@ -78,6 +78,9 @@ test('filters: type, resourceId, after (the last event handled), since and until
   // The same instant in another offset selects the same events.
   const offset = new Date(Date.parse(third) + 2 * 3600_000).toISOString().replace('Z', '+02:00');
   assert.deepEqual(await list({ since: offset }), await list({ since: third }));
+  assert.deepEqual(await list({ order: 'desc', since: third }), ids.filter((_, i) => (all[i]!.createdAt as string) >= third).reverse());
+  assert.deepEqual(await list({ order: 'desc', until: third }), ids.filter((_, i) => (all[i]!.createdAt as string) < third).reverse());
+  assert.deepEqual(await list({ order: 'desc', after: ids[3] }), []);
 });
 
 test('events of concurrent writers, whose outbox rows hold interleaving ids, are listed in id order at any page size, filter and position', async () => {
@@ -107,7 +110,13 @@ test('events of concurrent writers, whose outbox rows hold interleaving ids, are
     assert.deepEqual(await walk({ limit }), ids, `limit ${limit}`);
     assert.deepEqual(await walk({ limit, $type: 'import.failed' }), all.filter((e) => e.type === 'import.failed').map((e) => e.id), `failed, limit ${limit}`);
     assert.deepEqual(await walk({ limit, resourceId: 'R-1', after: ids[10] }), all.filter((e, i) => i > 10 && e.resourceId === 'R-1').map((e) => e.id), `R-1 after 10, limit ${limit}`);
+    // Newest first: the same events in the opposite order, whichever rows hold them.
+    assert.deepEqual(await walk({ limit, order: 'desc' }), ids.toReversed(), `newest first, limit ${limit}`);
+    assert.deepEqual(await walk({ limit, order: 'desc', $type: 'import.failed' }), all.filter((e) => e.type === 'import.failed').map((e) => e.id).reverse(), `failed newest first, limit ${limit}`);
+    assert.deepEqual(await walk({ limit, order: 'desc', resourceId: 'R-1', after: ids[10] }), all.filter((e, i) => i > 10 && e.resourceId === 'R-1').map((e) => e.id).reverse(), `R-1 back to 10, limit ${limit}`);
   }
+  const ascending = expectData(await api.listEvents({ limit: 2 }, opts(mixed)), 200).nextCursor!;
+  assert.equal(expectStatus(await api.listEvents({ limit: 2, order: 'desc', cursor: ascending }, opts(mixed)), 400).error.code, 'validation_error', 'a cursor is read in its own order');
   for (const i of [0, 10, 23, 39]) assert.deepEqual(expectData(await api.getEvent(ids[i]!, opts(mixed)), 200), JSON.parse(eventRow(event(i)).payload));
 });
 
