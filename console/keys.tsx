@@ -3,6 +3,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import type { Scope } from '../generated/client.ts';
 import { api, call, session } from './api.ts';
+import { ConfirmButton } from './components/confirm-button.tsx';
 import { DoneNotice, ErrorNotice } from './components/notice.tsx';
 import { StatusBadge } from './components/status-badge.tsx';
 import { useLoad } from './components/use-load.ts';
@@ -66,7 +67,9 @@ export function KeysScreen() {
               <td>{key.scopes.join(', ')}</td>
               <td><When at={key.createdAt} /></td>
               <td>{key.revokedAt ? <StatusBadge status="revoked" /> : key.expiresAt && Date.parse(key.expiresAt) < Date.now() ? <StatusBadge status="expired" /> : <StatusBadge status="active" />}</td>
-              <td>{!key.revokedAt && <button type="button" class="danger" onClick={() => void revoke(key.id)}>Revoke<span class="visually-hidden"> key {key.prefix}</span></button>}</td>
+              <td>{!key.revokedAt && (
+                <ConfirmButton label={<>Revoke<span class="visually-hidden"> key {key.prefix}</span></>} confirm={`Revoke key ${key.prefix}…?`} onConfirm={() => void revoke(key.id)} />
+              )}</td>
             </tr>
           ))}
         </tbody>

@@ -5,6 +5,7 @@ import { useEffect, useState } from 'preact/hooks';
 import type { DeliveryStatus, Webhook } from '../generated/client.ts';
 import { api, call, can } from './api.ts';
 import { go, href } from './router.ts';
+import { ConfirmButton } from './components/confirm-button.tsx';
 import { DoneNotice, ErrorNotice } from './components/notice.tsx';
 import { usePages } from './components/pages.ts';
 import { StatusBadge } from './components/status-badge.tsx';
@@ -44,7 +45,7 @@ function Actions({ webhook, changed }: { webhook: Webhook; changed: () => void }
         <button type="button" onClick={() => void test()}>Send a test event</button>
         <button type="button" onClick={() => void rotate()}>Rotate the secret</button>
         {webhook.status === 'disabled' && <button type="button" onClick={() => void resume()}>Resume the webhook</button>}
-        <button type="button" class="danger" onClick={() => void remove()}>Delete the webhook</button>
+        <ConfirmButton label="Delete the webhook" confirm="Delete this webhook and its delivery log?" onConfirm={() => void remove()} />
       </div>
       <form class="inline" onSubmit={recover}>
         <label for="recover-since">Deliver again every event since</label>
@@ -121,6 +122,7 @@ export function WebhookScreen({ webhookId }: { webhookId: string }) {
         <dt>Events</dt><dd>{current.events.join(', ')}</dd>
         <dt>Ordered</dt><dd>{current.ordered ? 'yes: each item\'s events in the order they happened' : 'no'}</dd>
         <dt>Filter</dt><dd>{current.filter ? <code>{JSON.stringify(current.filter)}</code> : 'none'}</dd>
+        <dt>Last success</dt><dd>{current.lastSuccessAt ? <When at={current.lastSuccessAt} /> : 'never'}</dd>
         <dt>Consecutive failures</dt><dd>{current.consecutiveFailures}{current.disabledAt && <> (disabled <When at={current.disabledAt} />)</>}</dd>
       </dl>
       {can('webhooks:manage') && <Actions webhook={current} changed={() => void webhook.reload()} />}

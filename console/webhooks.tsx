@@ -55,7 +55,8 @@ export function WebhooksScreen() {
               <tr key={webhook.id}>
                 <td><a href={href('webhooks', webhook.id)}>{webhook.url}</a>{webhook.description && <div class="hint">{webhook.description}</div>}</td>
                 <td>{webhook.events.join(', ')}{webhook.filter && <span class="badge muted">filtered</span>}{webhook.ordered && <span class="badge muted">ordered</span>}</td>
-                <td><StatusBadge status={webhook.status} />{webhook.disabledAt && <> since <When at={webhook.disabledAt} /></>}</td>
+                <td><StatusBadge status={webhook.status} />{webhook.disabledAt && <> since <When at={webhook.disabledAt} /></>}
+                  <div class="hint">last success {webhook.lastSuccessAt ? <When at={webhook.lastSuccessAt} /> : 'never'}</div></td>
                 <td class="number">{webhook.consecutiveFailures}</td>
                 <td><When at={webhook.createdAt} /></td>
               </tr>

@@ -566,6 +566,10 @@ export type Webhook = {
     status: WebhookStatus;
     /** Consecutive exhausted deliveries; reset by a success or by `resumeWebhook`. */
     consecutiveFailures: number;
+    /** When a delivery to it last succeeded, to within 10 seconds (a busy endpoint's every
+    success is not written down); `null` before its first.
+     */
+    lastSuccessAt: string | null;
     disabledAt: string | null;
     createdAt: string;
     updatedAt: string;

@@ -3683,6 +3683,7 @@ export interface components {
          *       "description": null,
          *       "status": "active",
          *       "consecutiveFailures": 0,
+         *       "lastSuccessAt": "2026-11-21T12:30:00.000Z",
          *       "disabledAt": null,
          *       "createdAt": "2026-11-21T12:00:00.000Z",
          *       "updatedAt": "2026-11-21T12:00:00.000Z"
@@ -3707,6 +3708,12 @@ export interface components {
             status: components["schemas"]["WebhookStatus"];
             /** @description Consecutive exhausted deliveries; reset by a success or by `resumeWebhook`. */
             consecutiveFailures: number;
+            /**
+             * Format: date-time
+             * @description When a delivery to it last succeeded, to within 10 seconds (a busy endpoint's every
+             *     success is not written down); `null` before its first.
+             */
+            lastSuccessAt: string | null;
             /** Format: date-time */
             disabledAt: string | null;
             /** Format: date-time */

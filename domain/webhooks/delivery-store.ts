@@ -189,8 +189,17 @@ export async function settle(db: Db, completions: readonly Completion[], resetOn
        WHERE d.id = u.id AND d.lease_token = u.token AND w.id = d.webhook_id
       RETURNING d.id, d.webhook_id, d.status, u.ord)${resetOnSuccess ? `,
     reset AS (
-      UPDATE webhooks w SET consecutive_failures = 0, updated_at = now()
-       WHERE w.id IN (SELECT webhook_id FROM settled WHERE status = 'succeeded') AND w.consecutive_failures <> 0)` : ''}
+      UPDATE webhooks w SET consecutive_failures = 0, last_success_at = now(), updated_at = now()
+       WHERE w.id IN (SELECT webhook_id FROM settled WHERE status = 'succeeded') AND w.consecutive_failures <> 0)` : ''},
+    -- Health's last success, written at most every 10 s a webhook and never waited for: a busy
+    -- endpoint's batches do not queue on its row (the row reset above is not taken twice).
+    seen AS (
+      UPDATE webhooks w SET last_success_at = now()
+       WHERE w.id IN (SELECT s.id FROM webhooks s
+                       WHERE s.id IN (SELECT webhook_id FROM settled WHERE status = 'succeeded')
+                         ${resetOnSuccess ? 'AND s.consecutive_failures = 0' : ''}
+                         AND (s.last_success_at IS NULL OR s.last_success_at < now() - interval '10 seconds')
+                       FOR UPDATE SKIP LOCKED))
     SELECT id, webhook_id, status, ord FROM settled`,
   [col((c) => c.delivery.id), col((c) => c.delivery.leaseToken), col((c) => c.delivery.attemptCount), col((c) => c.startedAt),
     col((c) => c.outcome.ok), col((c) => c.exhausted), col((c) => c.nextDelayMs ?? 0), col((c) => c.outcome.statusCode),

@@ -127,6 +127,7 @@ test('makes a key within the session\'s own scopes, sees it once, and revokes it
   await expectAccessible(page, 'the keys screen');
   await screenshot(page, 'keys');
   await row.getByRole('button', { name: /Revoke/ }).click();
+  await row.getByRole('button', { name: /^Yes, revoke key/ }).click();
   await row.getByText('revoked').waitFor();
   assert.equal((await api('/items?limit=1', key)).status, 401, 'the revoked key is refused');
   await page.close();

@@ -75,6 +75,13 @@ test('creates a filtered, ordered webhook, sees a price change fail at the shop,
   const delivered = received.at(-1)!;
   assert.deepEqual(delivered.event.data.changedFields, ['price']);
   assert.ok(delivered.standardValid, 'the signature verifies with the secret the console showed once');
+  await page.getByRole('link', { name: '← The webhook and its log' }).click();
+  await eventually(async () => {
+    await page.reload();
+    return /Last success\s+\d/.test(await page.getByRole('main').innerText());
+  }, 'the webhook shows its last success');
+  await expectAccessible(page, 'a webhook with its delivery log');
+  await screenshot(page, 'webhook');
   assert.deepEqual(violations, []);
   await page.close();
 });

@@ -266,6 +266,7 @@ describe('delivery', () => {
 
   test('test ping: a webhook.test event for that webhook only, logged with its attempt', async () => {
     const hook = await subscribe(alice, '/ping', ['item.created']);
+    assert.equal(hook.lastSuccessAt, null, 'no success before the first delivery');
     await subscribe(alice, '/ping-other', ['*']);
     const attemptsBefore = (await metricValue(service.opsUrl, 'catalog_webhook_delivery_attempts_total', { outcome: 'succeeded' })) ?? 0;
     const queued = await client.testWebhook(hook.id, api(alice));
@@ -296,6 +297,9 @@ describe('delivery', () => {
     const exhausted = await client.listWebhookDeliveries(hook.id, { status: 'exhausted' }, api(alice));
     if (succeeded.status === 200) assert.equal(succeeded.data.data.deliveries.length, 1);
     if (exhausted.status === 200) assert.equal(exhausted.data.data.deliveries.length, 0);
+    const health = await client.getWebhook(hook.id, api(alice));
+    const lastSuccessAt = health.status === 200 ? health.data.data.lastSuccessAt : null;
+    assert.ok(lastSuccessAt !== null && Math.abs(Date.parse(lastSuccessAt) - Date.parse(detail!.attempts[0]!.startedAt)) < 10_000, `last success ${lastSuccessAt}`);
     // /metrics counted the attempt (this service's other tests may add theirs), and reads the outbox's backlog.
     const attemptsAfter = await metricValue(service.opsUrl, 'catalog_webhook_delivery_attempts_total', { outcome: 'succeeded' });
     assert.ok(attemptsAfter !== undefined && attemptsAfter >= attemptsBefore + 1, `attempts: ${attemptsBefore} → ${attemptsAfter}`);

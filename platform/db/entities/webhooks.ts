@@ -21,6 +21,7 @@ export const Webhook = defineEntity({
     previousSecret: p.text().nullable(),
     previousSecretExpiresAt: p.datetime().nullable(),
     consecutiveFailures: p.integer(),
+    lastSuccessAt: p.datetime().nullable(),
     disabledAt: p.datetime().nullable(),
     disabledNoticeSentAt: p.datetime().nullable(),
     createdAt: p.datetime().onCreate(() => new Date()),

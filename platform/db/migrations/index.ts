@@ -22,6 +22,7 @@ import { WebhookFilters } from './0020-webhook-filters.ts';
 import { OrderedWebhooks } from './0021-ordered-webhooks.ts';
 import { CompactImportResults } from './0022-compact-import-results.ts';
 import { ConsoleAccess } from './0023-console-access.ts';
+import { WebhookLastSuccess } from './0024-webhook-last-success.ts';
 
 export const migrations: MigrationObject[] = [
   { name: '0001-initial-schema', class: InitialSchema },
@@ -46,4 +47,5 @@ export const migrations: MigrationObject[] = [
   { name: '0021-ordered-webhooks', class: OrderedWebhooks },
   { name: '0022-compact-import-results', class: CompactImportResults },
   { name: '0023-console-access', class: ConsoleAccess },
+  { name: '0024-webhook-last-success', class: WebhookLastSuccess },
 ];
