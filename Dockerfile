@@ -4,12 +4,13 @@
 ARG NODE_IMAGE=node:24-slim
 
 # Runtime dependencies only: the `node` and `deno` dev packages (the local toolchain), tsc, Redocly,
-# oazapfts and the test tools stay out; nothing is built, the image's own Node strips types.
+# oazapfts and the test tools stay out; only the console is built (esbuild), the image's own Node strips types.
 FROM ${NODE_IMAGE} AS dependencies
 WORKDIR /app
 COPY package.json package-lock.json ./
 # npm install, not npm ci: the lockfile cannot list deno's other-platform binaries (see .ci/run).
-RUN npm install --omit=dev --no-audit --no-fund && npm cache clean --force
+# --ignore-scripts: `prepare` builds the console from sources this stage has not copied (done below).
+RUN npm install --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
 
 FROM ${NODE_IMAGE}
 # MALLOC_ARENA_MAX: two glibc malloc arenas rather than up to 8 a core keep sharp's peak RSS down
@@ -23,7 +24,8 @@ COPY --from=dependencies /app/node_modules ./node_modules
 # Sources stay root-owned and read-only for the service; only the data folder is writable
 # (local mail, the local storage driver, a generated signing secret when none is given).
 COPY . .
-RUN mkdir -p /app/.data && chown node:node /app/.data
+# The browser console's bundle (console/dist), built as `npm install` builds it outside the image.
+RUN node scripts/build-console.ts && mkdir -p /app/.data && chown node:node /app/.data
 USER node
 # The API (api and all roles) and the operations port (/metrics, /healthz, /readyz; every role).
 EXPOSE 8080 9464

@@ -8,6 +8,8 @@ export { api };
 
 export interface Session {
   token: string;
+  /** The session's credential id: what versions and logs name as its `apiKeyId`. */
+  id: string;
   catalogId: string;
   catalogName: string;
   scopes: string[];

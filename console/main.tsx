@@ -35,7 +35,7 @@ function Redeem({ token }: { token: string }) {
   const [error, setError] = useState<unknown>(undefined);
   useEffect(() => {
     call((opts) => api.redeemConsoleLink({ link: token }, opts)).then((opened) => {
-      startSession({ token: opened.token, catalogId: opened.catalogId, catalogName: opened.catalogName, scopes: opened.scopes, expiresAt: opened.expiresAt });
+      startSession({ token: opened.token, id: opened.id, catalogId: opened.catalogId, catalogName: opened.catalogName, scopes: opened.scopes, expiresAt: opened.expiresAt });
       go('imports');
     }, setError);
   }, [token]);

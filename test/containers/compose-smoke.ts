@@ -1,6 +1,7 @@
 // The compose stack seen from the host, as a Docker user meets it (run by `npm run test:containers`,
 // not by `npm test`): a key made with the CLI inside the api container, an upsert, a bulk import
-// through the signed upload address, a signed webhook to a receiver on the host, the event on the broker.
+// through the signed upload address, a signed webhook to a receiver on the host, the event on the broker,
+// and the console the image built.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { after, before, test } from 'node:test';
@@ -128,4 +129,19 @@ test('compose stack: the api\'s /metrics on its operations port only, Prometheus
   }
   const byRole = new Map(answer.map((sample) => [sample.metric.role, Number(sample.value[1])]));
   assert.ok((byRole.get('consumers') ?? 0) >= 3, `import lines by role: ${JSON.stringify([...byRole])}`);
+});
+
+test('compose stack: the image serves the console it built, and a link minted by the CLI opens a session', async () => {
+  const name = `smoke-console-${process.pid}-${Date.now()}`;
+  await cli('catalogs', 'create', '--name', name, '--owner-email', 'smoke@example.com');
+  const link = new URL(await cli('console', '--catalog', name, '--read-only'));
+  assert.equal(link.search, '', 'no token in a query');
+  const page = await fetch(`${apiUrl}/console/`);
+  assert.equal(page.status, 200, 'the image built console/dist');
+  assert.match(page.headers.get('content-security-policy') ?? '', /default-src 'none'/);
+  const script = /src="(\/console\/assets\/[^"]+\.js)"/.exec(await page.text())?.[1];
+  const asset = await fetch(`${apiUrl}${script}`, { headers: { 'accept-encoding': 'br' } });
+  assert.deepEqual([asset.status, asset.headers.get('content-encoding')], [200, 'br']);
+  const opened = expectData(await api.redeemConsoleLink({ link: link.hash.replace('#link=', '') }, clientOptions(apiUrl)), 201);
+  assert.deepEqual(opened.scopes, ['catalog:read']);
 });
