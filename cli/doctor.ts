@@ -6,6 +6,7 @@ import type { Config } from '../platform/config/config.ts';
 import { openSession } from '../platform/db/connections.ts';
 import { migrations } from '../platform/db/migrations/index.ts';
 import { shownDatabaseUrl } from '../platform/db/orm.ts';
+import { consoleBuild } from '../platform/http/console.ts';
 import { brokersAnswer } from '../platform/kafka/probe.ts';
 import { createLogger } from '../platform/log/logger.ts';
 import { createStorage } from '../platform/storage/create-storage.ts';
@@ -73,6 +74,12 @@ async function storage(config: Config): Promise<Check> {
   }
 }
 
+async function browserConsole(config: Config): Promise<Check> {
+  const framed = config.consoleFrameAncestors.length > 0 ? `may be framed by ${config.consoleFrameAncestors.join(', ')}` : 'no page may frame it';
+  if (await consoleBuild()) return { ok: true, what: 'console', said: `built, at ${config.publicBaseUrl}/console; ${framed}` };
+  return { ok: false, what: 'console', said: 'console/dist is missing: `npm run build:console` builds it (`npm install` does too)' };
+}
+
 /** Not a failure: one machine runs fine without; said so that a second one is not a surprise. */
 function fleet(config: Config): Check {
   const needs = singleMachineSettings(config);
@@ -93,7 +100,7 @@ export async function runDoctor(): Promise<number> {
     return 1;
   }
   print({ ok: true, what: 'configuration', said: `role ${config.role}, listening on ${config.host}:${config.port}, storage ${config.storageDriver}` });
-  const checks = [...await Promise.all([database(config), broker(config), storage(config)]), fleet(config)];
+  const checks = [...await Promise.all([database(config), broker(config), storage(config), browserConsole(config)]), fleet(config)];
   checks.forEach(print);
   return checks.every((check) => check.ok) ? 0 : 1;
 }

@@ -12,6 +12,11 @@ const ASSET = /^\/console\/assets\/([A-Za-z0-9_-]+\.(js|css|svg))$/;
 
 interface Manifest { script: string; style: string; icon: string }
 
+/** The built console's files, or undefined where `npm run build:console` has not run. */
+export async function consoleBuild(): Promise<Manifest | undefined> {
+  return readFile(join(DIST, 'manifest.json'), 'utf8').then((text) => JSON.parse(text) as Manifest, () => undefined);
+}
+
 /** The policy of every console answer: this origin's files only, framed only where configured. */
 export function consolePolicy(config: Pick<Config, 'consoleFrameAncestors' | 'publicBaseUrl' | 's3' | 'storageDriver'>): Record<string, string> {
   // Stored images and uploads may live on the S3 endpoint browsers reach; nothing else is allowed.
@@ -63,7 +68,7 @@ function encodingOf(req: IncomingMessage): 'br' | 'gzip' | undefined {
 export function consoleRoutes(config: Config) {
   const headers = consolePolicy(config);
   let manifest: Promise<Manifest | undefined> | undefined;
-  const loadManifest = () => (manifest ??= readFile(join(DIST, 'manifest.json'), 'utf8').then((text) => JSON.parse(text) as Manifest, () => undefined));
+  const loadManifest = () => (manifest ??= consoleBuild());
   return async (req: IncomingMessage, res: ServerResponse, path: string, base: Record<string, string>): Promise<boolean> => {
     if (req.method !== 'GET' && req.method !== 'HEAD') return false;
     if (path === '/console' || path === '/console/') {

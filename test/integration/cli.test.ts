@@ -214,7 +214,7 @@ test('the operator commands refuse a DATABASE_URL whose database does not exist,
 test('doctor: every check ok here, with what a second machine needs; a broker that does not answer is a FAIL line naming it, exit 1', async () => {
   const healthy = await catalog('doctor');
   assert.equal(healthy.code, 0, healthy.stdout + healthy.stderr);
-  for (const what of ['configuration', 'database', 'broker', 'storage']) assert.match(healthy.stdout, new RegExp(`^ok +${what} `, 'm'));
+  for (const what of ['configuration', 'database', 'broker', 'storage', 'console']) assert.match(healthy.stdout, new RegExp(`^ok +${what} `, 'm'));
   assert.match(healthy.stdout, /none pending/);
   // Local storage with a given SIGNING_SECRET: only the storage stands between this and a second machine.
   assert.match(healthy.stdout, /^ok +fleet +one machine as configured; processes on a second machine need shared storage \(STORAGE_DRIVER=s3/m);
