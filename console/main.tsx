@@ -1,7 +1,7 @@
 // The console's entry: redeems a link from the fragment, then shows the screen the fragment names.
 import { render } from 'preact';
 import type { ComponentChildren } from 'preact';
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { ApiError, api, call, can, ended, endSession, session, startSession } from './api.ts';
 import { go, href, route } from './router.ts';
 import { ErrorNotice } from './components/notice.tsx';
@@ -59,6 +59,13 @@ const NAV = [
 function Layout({ children }: { children: ComponentChildren }) {
   const current = session.value!;
   const section = route.value[0] ?? 'imports';
+  const address = route.value.join('/');
+  const first = useRef(true);
+  // A new screen takes the focus, as a new page would: keyboard and screen-reader users start at its content.
+  useEffect(() => {
+    if (first.current) { first.current = false; return; }
+    document.getElementById('content')?.focus();
+  }, [address]);
   const readOnly = !current.scopes.some((scope) => scope !== 'catalog:read');
   const signOut = async () => {
     await call((opts) => api.endConsoleSession(opts)).catch(() => undefined);

@@ -132,3 +132,29 @@ test('makes a key within the session\'s own scopes, sees it once, and revokes it
   assert.equal((await api('/items?limit=1', key)).status, 401, 'the revoked key is refused');
   await page.close();
 });
+
+test('a person on the keyboard alone skips to the content, moves between sections and opens an item', { skip }, async () => {
+  const tenant = await rig.svc.newTenant();
+  await api('/items/upsert', tenant.key, { method: 'POST', body: JSON.stringify({ externalSystem: 'erp', externalId: 'KEY-1', name: 'Kettle' }) });
+  const { page } = await openLink(rig.browser, (await rig.mintLink(tenant.catalogId)).url);
+  await page.getByRole('heading', { name: 'Imports', level: 1 }).waitFor();
+  await page.keyboard.press('Tab');
+  const skip = page.getByRole('link', { name: 'Skip to content' });
+  assert.ok(await skip.evaluate((link) => link === document.activeElement), 'the first stop is the skip link');
+  assert.notEqual(await skip.evaluate((link) => getComputedStyle(link).outlineStyle), 'none', 'focus is visible');
+  for (let stop = 0; stop < 10 && !(await page.getByRole('link', { name: 'Items', exact: true }).evaluate((link) => link === document.activeElement)); stop += 1) {
+    await page.keyboard.press('Tab');
+  }
+  await page.keyboard.press('Enter');
+  await page.getByRole('heading', { name: 'Items', level: 1 }).waitFor();
+  assert.equal(await page.evaluate(() => document.activeElement?.id), 'content', 'the new screen has the focus');
+  for (let stop = 0; stop < 10 && !(await page.getByLabel('External system').evaluate((field) => field === document.activeElement)); stop += 1) {
+    await page.keyboard.press('Tab');
+  }
+  await page.keyboard.type('erp');
+  await page.keyboard.press('Tab');
+  await page.keyboard.type('KEY-1');
+  await page.keyboard.press('Enter');
+  await page.getByRole('heading', { name: /^Kettle/, level: 1 }).waitFor();
+  await page.close();
+});
