@@ -133,6 +133,7 @@ export function ImportScreen({ jobId }: { jobId: string }) {
         <dt>Progress</dt><dd><ImportProgress job={current} /></dd>
         <dt>Lines</dt><dd>{current.counts.succeeded.toLocaleString()} created or updated, {current.counts.unchanged.toLocaleString()} unchanged, {current.counts.failed.toLocaleString()} failed</dd>
         <dt>From</dt><dd>{current.source ? current.source.url : `an uploaded file of ${current.fileSizeBytes.toLocaleString()} bytes`}{current.dryRun ? ' (dry run)' : ''}</dd>
+        {current.source?.unchanged && <><dt>Unchanged</dt><dd>The file had not changed since the last import from this address: nothing was read.</dd></>}
         {current.retryOf && <><dt>Retries</dt><dd><a href={href('imports', current.retryOf)}>the failed lines of {current.retryOf.slice(-8)}</a></dd></>}
         <dt>Created</dt><dd><When at={current.createdAt} /></dd>
         <dt>Finished</dt><dd><When at={current.finishedAt} /></dd>

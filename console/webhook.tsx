@@ -125,6 +125,12 @@ export function WebhookScreen({ webhookId }: { webhookId: string }) {
         <dt>Last success</dt><dd>{current.lastSuccessAt ? <When at={current.lastSuccessAt} /> : 'never'}</dd>
         <dt>Consecutive failures</dt><dd>{current.consecutiveFailures}{current.disabledAt && <> (disabled <When at={current.disabledAt} />)</>}</dd>
       </dl>
+      {current.status === 'disabled' && (
+        <div class="notice error" role="status">
+          <p>Disabled <When at={current.disabledAt} /> after {current.consecutiveFailures} deliveries in a row were exhausted: no event is queued for it
+            meanwhile and its waiting deliveries are paused. Fix the endpoint, then resume the webhook; then retry what was exhausted, or recover a period.</p>
+        </div>
+      )}
       {can('webhooks:manage') && <Actions webhook={current} changed={() => void webhook.reload()} />}
       {can('webhooks:manage') && (editing
         ? <section aria-labelledby="edit-heading"><h2 id="edit-heading">Edit the webhook</h2><WebhookForm initial={current} submitLabel="Save the webhook" onSubmit={save} /></section>

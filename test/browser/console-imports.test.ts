@@ -6,6 +6,8 @@ import { after, before, test } from 'node:test';
 import { expectAccessible, openLink, screenshot, skipBrowser, startConsoleRig } from '../helpers/console.ts';
 import type { ConsoleRig } from '../helpers/console.ts';
 import { item, jsonl } from '../helpers/imports.ts';
+import { startJsonlOrigin } from '../helpers/jsonl-origin.ts';
+import type { Page } from 'playwright-core';
 
 const skip = skipBrowser;
 let rig: ConsoleRig;
@@ -45,7 +47,8 @@ test('drops a file with bad lines, reads why they failed, downloads them, fixes 
     return { ...parsed, price: 5, gtin13: undefined };
   });
   await page.getByRole('link', { name: '← All imports' }).click();
-  await page.getByLabel(/^JSONL file/).setInputFiles({ name: 'fixed.jsonl', mimeType: 'application/x-ndjson', buffer: jsonl(fixed) });
+  await dropFile(page, 'fixed.jsonl', jsonl(fixed).toString('utf8'));
+  await page.getByText('fixed.jsonl,').waitFor();
   await page.getByRole('button', { name: 'Upload and import' }).click();
   await page.getByRole('heading', { name: /Import .* completed$/ }).waitFor();
 
@@ -60,3 +63,35 @@ test('drops a file with bad lines, reads why they failed, downloads them, fixes 
   assert.ok(requests.every((url) => !url.includes(link.url.split('#link=')[1]!)), 'the link token never leaves the page in a request');
   await page.close();
 });
+
+test('imports the nightly feed from its address, and again only when it changed', { skip }, async () => {
+  const tenant = await rig.svc.newTenant({ name: 'Acme Feeds' });
+  const feed = await startJsonlOrigin();
+  try {
+    feed.feed = jsonl([item('FEED-1'), item('FEED-2')]);
+    const { page } = await openLink(rig.browser, (await rig.mintLink(tenant.catalogId)).url);
+    await page.getByLabel('Address of the JSONL file').fill(`${feed.url}/feed.jsonl`);
+    await page.getByRole('button', { name: 'Fetch and import' }).click();
+    await page.getByRole('heading', { name: /Import .* completed$/ }).waitFor();
+    assert.match(await page.getByRole('main').innerText(), /2 created or updated/);
+
+    await page.getByRole('link', { name: '← All imports' }).click();
+    await page.getByLabel('Address of the JSONL file').fill(`${feed.url}/feed.jsonl`);
+    await page.getByRole('button', { name: 'Fetch and import' }).click();
+    await page.getByText('The file had not changed since the last import from this address').waitFor();
+    assert.equal(feed.requests.filter((r) => r.method === 'GET' && r.headers['if-none-match'] !== undefined).length, 1, 'the second import asked only whether it changed');
+    await page.close();
+  } finally {
+    await feed.close();
+  }
+});
+
+/** Drops a file on the drop zone as a person dragging it from their desktop would. */
+async function dropFile(page: Page, name: string, text: string): Promise<void> {
+  const transfer = await page.evaluateHandle(([fileName, body]) => {
+    const data = new DataTransfer();
+    data.items.add(new File([body!], fileName!, { type: 'application/x-ndjson' }));
+    return data;
+  }, [name, text]);
+  await page.getByText('or drop the file here').dispatchEvent('drop', { dataTransfer: transfer });
+}

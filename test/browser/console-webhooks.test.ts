@@ -1,5 +1,6 @@
 // The support colleague's delivery journey: a filtered, ordered webhook made in the console against
-// a shop endpoint that fails, the failure read in the delivery log, a retry once the shop is back.
+// a shop endpoint that fails until the webhook is disabled, the failure read in the delivery log,
+// the webhook resumed and the delivery retried once the shop is back.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { eventually, expectAccessible, openLink, screenshot, skipBrowser, startConsoleRig, WAIT_MS } from '../helpers/console.ts';
@@ -15,7 +16,8 @@ before(async () => {
   if (skip) return;
   shop = await startReceiver();
   // Eight quick attempts, so a delivery to an endpoint that is down is exhausted while the test watches.
-  rig = await startConsoleRig(import.meta.filename, { WEBHOOK_RETRY_DELAYS_MS: '0,50,50,50,50,50,50,50' });
+  // One exhausted delivery disables a webhook here (20 by default), so the journey meets a disabled one.
+  rig = await startConsoleRig(import.meta.filename, { WEBHOOK_RETRY_DELAYS_MS: '0,50,50,50,50,50,50,50', WEBHOOK_DISABLE_AFTER: '1' });
 });
 after(async () => {
   if (skip) return;
@@ -23,7 +25,7 @@ after(async () => {
   await shop?.close();
 });
 
-test('creates a filtered, ordered webhook, sees a price change fail at the shop, and retries it once the shop is back', { skip }, async () => {
+test('creates a filtered, ordered webhook, sees a price change fail at the shop until it is disabled, resumes it and retries once the shop is back', { skip }, async () => {
   const tenant = await rig.svc.newTenant({ name: 'Acme Housewares' });
   const upsert = (body: object) => fetch(`${rig.svc.url}/api/v1/catalog/items/upsert`, {
     method: 'POST', headers: { Authorization: `Bearer ${tenant.key}`, 'content-type': 'application/json' },
@@ -68,7 +70,15 @@ test('creates a filtered, ordered webhook, sees a price change fail at the shop,
   await expectAccessible(page, 'a failed delivery');
   await screenshot(page, 'delivery');
 
+  await page.getByRole('link', { name: '← The webhook and its log' }).click();
+  await page.getByRole('heading', { name: 'Webhook disabled' }).waitFor();
+  await page.getByRole('button', { name: 'Retry', exact: false }).first().click();
+  await page.getByRole('alert').filter({ hasText: /disabled/ }).waitFor();
+
   shopIsDown = false;
+  await page.getByRole('button', { name: 'Resume the webhook' }).click();
+  await page.getByRole('heading', { name: 'Webhook active' }).waitFor();
+  await log.getByRole('link', { name: 'item.updated' }).click();
   await page.getByRole('button', { name: 'Retry the delivery' }).click();
   await page.getByRole('heading', { name: /Delivery of item.updated succeeded/ }).waitFor({ timeout: WAIT_MS });
   const received = shop.receipts('/shop').filter((receipt) => receipt.headers['webhook-id'] !== undefined && receipt.event.type === 'item.updated');
