@@ -98,7 +98,7 @@ public class CatalogCheck {
   }
 
   static EventEnvelope eventOf(EventType type) throws ApiException {
-    List<EventEnvelope> events = EVENTS.listEvents(10, null, null, type, ITEM_ID, null, null).getData().getEvents();
+    List<EventEnvelope> events = EVENTS.listEvents(10, null, null, type, ITEM_ID, null, null, null).getData().getEvents();
     return events.isEmpty() ? null : events.get(0);
   }
 
@@ -149,7 +149,7 @@ public class CatalogCheck {
       until("item.created event", () -> eventOf(EventType.ITEM_CREATED));
       ITEMS.upsertItem(mug("Large mug"));
       until("item.updated event", () -> eventOf(EventType.ITEM_UPDATED));
-      JsonObject page = raw(EVENTS.listEventsCall(10, null, null, EventType.ITEM_UPDATED, ITEM_ID, null, null, null));
+      JsonObject page = raw(EVENTS.listEventsCall(10, null, null, EventType.ITEM_UPDATED, ITEM_ID, null, null, null, null));
       ItemUpdatedEvent event = ItemUpdatedEvent.fromJson(page.getAsJsonObject("data").getAsJsonArray("events").get(0).toString());
       List<ItemUpdatedData.ChangedFieldsEnum> changed = event.getData().getChangedFields();
       expect(changed.contains(ItemUpdatedData.ChangedFieldsEnum.NAME), "changedFields " + changed);
