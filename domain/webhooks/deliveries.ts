@@ -3,7 +3,8 @@ import type { DeliveryStatus, WebhookDelivery, WebhookDeliveryDetail } from '../
 import type { Db } from '../../platform/db/sql.ts';
 import { conflict, notFound, validationError } from '../../platform/errors.ts';
 import { domainEvent } from '../events/outbox.ts';
-import { deliveryPage, findDelivery, insertDelivery, requeueDelivery, requeueFailed } from './delivery-store.ts';
+import { deliveryPage, findDelivery, requeueDelivery, requeueFailed } from './delivery-log.ts';
+import { insertDelivery } from './delivery-store.ts';
 import { findWebhook } from './subscriptions.ts';
 import { productErrorOf } from '../../platform/db/pg-errors.ts';
 
