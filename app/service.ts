@@ -2,6 +2,7 @@
 import { hostname } from 'node:os';
 import { singleMachineSettings } from '../platform/config/config.ts';
 import type { Config } from '../platform/config/config.ts';
+import { secretsKeyWarnings } from '../platform/config/secrets-key.ts';
 import { analyseOnceFilled } from '../platform/db/first-statistics.ts';
 import { openDatabase } from '../platform/db/orm.ts';
 import { openReadReplica } from '../platform/db/read-replica.ts';
@@ -28,6 +29,7 @@ import { startOpsServer } from '../platform/http/ops-server.ts';
 import { createStorage } from '../platform/storage/create-storage.ts';
 import { startTracing } from '../platform/tracing.ts';
 import { runningWork } from '../platform/running-work.ts';
+import { secretBoxOf } from './secrets.ts';
 
 export interface RunningService {
   orm: Orm;
@@ -64,6 +66,9 @@ export async function startService(config: Config, logger: Logger = createLogger
   if (config.role !== 'all' && needs.length > 0) {
     logger.warn({ needs }, `configured for one machine: processes on a second machine need ${needs.join(' and ')}`);
   }
+  // Said at every start: a key for development only must not go unnoticed into a deployment.
+  for (const warning of secretsKeyWarnings(config.secretsKey)) logger.warn(warning);
+  const secrets = secretBoxOf(config);
   // The api role keeps V8's defaults.
   if (config.role !== 'api') holdConsumerHeap(logger);
   try {
@@ -72,7 +77,7 @@ export async function startService(config: Config, logger: Logger = createLogger
     // The contract, the handlers and the router only where requests are served: a consumers
     // process does without their memory.
     const api = config.role === 'consumers' ? undefined : await (await import('./api.ts')).loadApi();
-    const orm = await openDatabase({ databaseUrl: config.databaseUrl, logger, poolSize: poolSize(config) });
+    const orm = await openDatabase({ databaseUrl: config.databaseUrl, logger, poolSize: poolSize(config), secrets });
     closers.push(() => orm.close());
     const statistics = analyseOnceFilled(orm, logger, FIRST_STATISTICS);
     closers.push(() => statistics.stop());
@@ -114,7 +119,7 @@ export async function startService(config: Config, logger: Logger = createLogger
     closers.push(ops.close);
     logger.info({ url: ops.url, role: config.role }, 'operations port listening');
     const services: Services | undefined = api && {
-      config, logger, orm, readReplica, storage, countKey: keyCounter(orm.em), contract: api.contract, metrics, kafkaReachable, readiness,
+      config, logger, orm, readReplica, storage, secrets, countKey: keyCounter(orm.em), contract: api.contract, metrics, kafkaReachable, readiness,
     };
     if (config.role !== 'api') {
       // The relay runs with the consumers: an api-only fleet leaves events safely in the outbox.
@@ -132,8 +137,8 @@ export async function startService(config: Config, logger: Logger = createLogger
       };
       const imports = runningWork();
       const workers = [
-        startWhenKafkaAnswers('the import consumer', whenTopics(() => startImportConsumer({ config, kafka, orm, storage, metrics, logger, imports })), logger),
-        startWhenKafkaAnswers('the webhook workers', whenTopics(() => startWebhookWorkers({ config, kafka, orm, metrics, logger })), logger),
+        startWhenKafkaAnswers('the import consumer', whenTopics(() => startImportConsumer({ config, kafka, orm, storage, secrets, metrics, logger, imports })), logger),
+        startWhenKafkaAnswers('the webhook workers', whenTopics(() => startWebhookWorkers({ config, kafka, orm, secrets, metrics, logger })), logger),
         startWhenKafkaAnswers('the media consumer', whenTopics(() => startMediaConsumer({ config, kafka, orm, storage, metrics, logger, imports })), logger),
       ];
       // Stopped side by side: each consumer's stop waits out its fetch in flight (kafkajs' 5 s

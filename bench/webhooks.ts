@@ -6,7 +6,7 @@
 // p99 passes 100 ms (or at --rate events/s alone, 0 = all at once); latency is from each event's
 // commit to its receipt by each webhook.
 import { spawn } from 'node:child_process';
-import { createHmac } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -16,6 +16,7 @@ import { parseArgs } from 'node:util';
 import { createCatalog } from '../domain/access/catalogs.ts';
 import { domainEvent, eventRow, writeOutbox } from '../domain/events/outbox.ts';
 import { createWebhook } from '../domain/webhooks/subscriptions.ts';
+import { createSecretBox, secretKey } from '../platform/crypto/secret-box.ts';
 import { openDatabase } from '../platform/db/orm.ts';
 import { createKafkaClient } from '../platform/kafka/client.ts';
 import { allTopicNames } from '../platform/kafka/topics.ts';
@@ -109,11 +110,13 @@ server.keepAliveTimeout = 60_000;
 await new Promise<void>((ready) => server.listen(0, '127.0.0.1', ready));
 const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 
-// One catalog, N webhooks subscribed to everything.
+// One catalog, N webhooks subscribed to everything, their secrets sealed with the key the consumers process is given.
+const secretsKey = randomBytes(32);
+const box = createSecretBox({ current: secretKey(secretsKey) });
 const em = orm.em.fork();
 const catalog = await createCatalog(em, { name: 'bench', ownerEmail: 'bench@merchant.example' });
 for (let i = 0; i < WEBHOOKS; i++) {
-  const hook = await createWebhook(em, { allowHttp: true, allowPrivate: true }, catalog.id, { url: `${base}/hook-${i}`, events: ['*'], ordered: args.ordered,
+  const hook = await createWebhook(em, box, { allowHttp: true, allowPrivate: true }, catalog.id, { url: `${base}/hook-${i}`, events: ['*'], ordered: args.ordered,
     ...(args.filter ? { filter: { all: [{ field: 'type', equals: 'item.updated' }, { field: 'data.contentHash', exists: true }, { not: { field: 'data.sku', in: ['x', 'y'] } }] } } : {}) });
   secrets.set(`/hook-${i}`, hook.secret);
 }
@@ -123,6 +126,7 @@ const env = {
   ...process.env, ...SERVICE_PROCESS_ENV, ROLE: 'consumers', PORT: '0', OPS_PORT: '0', DATABASE_URL: databaseUrl, KAFKA_BROKERS: brokers.join(','),
   KAFKA_TOPIC_PREFIX: prefix, LOG_LEVEL: 'info', WEBHOOK_ALLOW_HTTP: 'true', OUTBOUND_ALLOW_PRIVATE: 'true',
   DATA_DIR: mkdtempSync(join(tmpdir(), 'catalog-bench-')), SIGNING_SECRET: 'bench-signing-secret-0123456789abcdef0123456789',
+  SECRETS_KEY: secretsKey.toString('base64'),
 };
 const worker = spawn(process.execPath, [...(process.env.BENCH_CHILD_PROF ? ['--cpu-prof', '--cpu-prof-dir=/tmp/prof'] : []), 'cli/main.ts', 'serve', '--role', 'consumers'], { env, stdio: ['ignore', 'pipe', 'inherit'] });
 await new Promise<void>((ready, fail) => {

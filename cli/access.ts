@@ -4,6 +4,7 @@ import { createApiKey, listApiKeys, revokeApiKey, SCOPES, TIERS } from '../domai
 import { createCatalog, findCatalog } from '../domain/access/catalogs.ts';
 import type { Config } from '../platform/config/config.ts';
 import { openDatabase } from '../platform/db/orm.ts';
+import { secretBoxOf } from '../app/secrets.ts';
 import { createLogger } from '../platform/log/logger.ts';
 import { UsageError } from './usage-error.ts';
 
@@ -27,7 +28,7 @@ export async function runAccessCommand(config: Config, group: 'catalogs' | 'keys
   // Logs go to stderr so stdout carries only the command's own output.
   const logger = createLogger(config.logLevel === 'info' ? 'warn' : config.logLevel, 2);
   // The service's database, never a new empty one: keys made there would be refused by the service.
-  const orm = await openDatabase({ databaseUrl: config.databaseUrl, logger, poolSize: 2, create: false });
+  const orm = await openDatabase({ databaseUrl: config.databaseUrl, logger, poolSize: 2, create: false, secrets: secretBoxOf(config) });
   const em = orm.em.fork();
   try {
     if (group === 'catalogs' && action === 'create') {

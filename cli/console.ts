@@ -4,6 +4,7 @@ import { mintConsoleLink } from '../domain/access/console-links.ts';
 import { CATALOG_SCOPES } from '../domain/access/key-store.ts';
 import type { Config } from '../platform/config/config.ts';
 import { openDatabase } from '../platform/db/orm.ts';
+import { secretBoxOf } from '../app/secrets.ts';
 import { createLogger } from '../platform/log/logger.ts';
 import { UsageError } from './usage-error.ts';
 
@@ -33,7 +34,7 @@ export async function runConsoleCommand(config: Config, args: string[]): Promise
   const sessionMinutes = minutes(values['session-minutes'], 'session-minutes');
   // Logs go to stderr so stdout carries only the command's own output.
   const logger = createLogger(config.logLevel === 'info' ? 'warn' : config.logLevel, 2);
-  const orm = await openDatabase({ databaseUrl: config.databaseUrl, logger, poolSize: 2, create: false });
+  const orm = await openDatabase({ databaseUrl: config.databaseUrl, logger, poolSize: 2, create: false, secrets: secretBoxOf(config) });
   try {
     const link = await mintConsoleLink(orm.em.fork(), {
       catalog: values.catalog, scopes, redeemWithinMinutes, sessionMinutes, label: values.label,

@@ -3,6 +3,8 @@ import { access, constants } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { loadConfig, singleMachineSettings } from '../platform/config/config.ts';
 import type { Config } from '../platform/config/config.ts';
+import { secretsKeyWarnings } from '../platform/config/secrets-key.ts';
+import { secretKey } from '../platform/crypto/secret-box.ts';
 import { openSession } from '../platform/db/connections.ts';
 import { migrations } from '../platform/db/migrations/index.ts';
 import { shownDatabaseUrl } from '../platform/db/orm.ts';
@@ -80,6 +82,13 @@ async function browserConsole(config: Config): Promise<Check> {
   return { ok: false, what: 'console', said: 'console/dist is missing: `npm run build:console` builds it (`npm install` does too)' };
 }
 
+/** Never a failure: which key seals secrets at rest, and a warning when it is one for development only. */
+function secretsKey(config: Config): Check {
+  const { current, old, from } = config.secretsKey;
+  const warnings = secretsKeyWarnings(config.secretsKey).map((warning) => `; warning: ${warning}`).join('');
+  return { ok: true, what: 'secrets key', said: `key ${secretKey(current).id} (${from}), ${old.length} old key(s) readable${warnings}` };
+}
+
 /** Not a failure: one machine runs fine without; said so that a second one is not a surprise. */
 function fleet(config: Config): Check {
   const needs = singleMachineSettings(config);
@@ -100,7 +109,7 @@ export async function runDoctor(): Promise<number> {
     return 1;
   }
   print({ ok: true, what: 'configuration', said: `role ${config.role}, listening on ${config.host}:${config.port}, storage ${config.storageDriver}` });
-  const checks = [...await Promise.all([database(config), broker(config), storage(config), browserConsole(config)]), fleet(config)];
+  const checks = [...await Promise.all([database(config), broker(config), storage(config), browserConsole(config)]), secretsKey(config), fleet(config)];
   checks.forEach(print);
   return checks.every((check) => check.ok) ? 0 : 1;
 }

@@ -1,4 +1,4 @@
-// The `catalog` command: serve, migrate, and the operator's catalog, key and console-link management.
+// The `catalog` command: serve, migrate, and the operator's catalog, key, console-link and secrets-key management.
 import { parseArgs } from 'node:util';
 import { ProductError } from '../platform/errors.ts';
 import { ConfigError, loadConfig } from '../platform/config/config.ts';
@@ -37,6 +37,11 @@ const COMMANDS: Record<string, string> = {
   outbox: `  outbox parked [--catalog ID] [--all]    list the records the broker refused for good (--all: re-sent too)
   outbox resend RECORD_ID | --all [--catalog ID]
                                           send parked records again, unchanged
+`,
+  secrets: `  secrets status                          how many values sealed at rest (webhook secrets, import
+                                          headers, stored idempotent answers) each key seals
+  secrets rotate                          re-seal every value not sealed with SECRETS_KEY (old keys in
+                                          SECRETS_OLD_KEYS), a few hundred rows a transaction
 `,
   doctor: `  doctor                                  check the configuration, the database, the broker and the
                                           storage this environment names, and say what is wrong
@@ -90,6 +95,8 @@ async function main(argv: string[]): Promise<number> {
       return (await import('./console.ts')).runConsoleCommand(loadConfig(), rest);
     case 'outbox':
       return (await import('./outbox.ts')).runOutboxCommand(loadConfig(), rest);
+    case 'secrets':
+      return (await import('./secrets.ts')).runSecretsCommand(loadConfig(), rest);
     case 'import':
       // A client of the API: needs CATALOG_API_URL and CATALOG_API_KEY, not the service's configuration.
       return (await import('./import.ts')).runImportCommand(rest);

@@ -4,6 +4,7 @@ import { listParked, resendParked, resendParkedRecord } from '../domain/events/p
 import type { ParkedRecord } from '../domain/events/parked.ts';
 import type { Config } from '../platform/config/config.ts';
 import { openDatabase } from '../platform/db/orm.ts';
+import { secretBoxOf } from '../app/secrets.ts';
 import { createLogger } from '../platform/log/logger.ts';
 import { UsageError } from './usage-error.ts';
 
@@ -23,7 +24,7 @@ export async function runOutboxCommand(config: Config, args: string[]): Promise<
   });
   if (action === 'resend' && positionals.length !== 1 && !values.all) throw new UsageError('outbox resend takes one RECORD_ID, or --all', 'outbox');
   const logger = createLogger(config.logLevel === 'info' ? 'warn' : config.logLevel, 2);
-  const orm = await openDatabase({ databaseUrl: config.databaseUrl, logger, poolSize: 2, create: false });
+  const orm = await openDatabase({ databaseUrl: config.databaseUrl, logger, poolSize: 2, create: false, secrets: secretBoxOf(config) });
   const db = orm.em.fork();
   const catalog = values.catalog === undefined ? {} : { catalogId: values.catalog };
   try {

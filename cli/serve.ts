@@ -3,6 +3,7 @@ import type { Config } from '../platform/config/config.ts';
 import { migrate, openDatabase } from '../platform/db/orm.ts';
 import { createLogger } from '../platform/log/logger.ts';
 import { startService } from '../app/service.ts';
+import { secretBoxOf } from '../app/secrets.ts';
 
 export async function runServe(config: Config): Promise<never> {
   const logger = createLogger(config.logLevel);
@@ -25,7 +26,7 @@ export async function runServe(config: Config): Promise<never> {
 
 export async function runMigrate(config: Config): Promise<number> {
   const logger = createLogger(config.logLevel, 2);
-  const orm = await openDatabase({ databaseUrl: config.databaseUrl, logger, migrate: false, poolSize: 2 });
+  const orm = await openDatabase({ databaseUrl: config.databaseUrl, logger, migrate: false, poolSize: 2, secrets: secretBoxOf(config) });
   try {
     const applied = await migrate(orm, config.databaseUrl, logger);
     process.stdout.write(applied.length > 0 ? `Applied ${applied.join(', ')}.\n` : 'The database is up to date.\n');

@@ -7,6 +7,7 @@ import type { ImportMessage } from '../../domain/imports/job-store.ts';
 import { expireUploadWindows, jobsToResume } from '../../domain/imports/sweep.ts';
 import { detached } from '../../platform/async-context.ts';
 import type { Config } from '../../platform/config/config.ts';
+import type { SecretBox } from '../../platform/crypto/secret-box.ts';
 import { isConnectionError } from '../../platform/db/connections.ts';
 import { isId } from '../../platform/ids.ts';
 import type { Orm } from '../../platform/db/orm.ts';
@@ -34,6 +35,8 @@ export interface ImportConsumerOptions {
   readonly kafka: KafkaClient;
   readonly orm: Orm;
   readonly storage: ObjectStorage;
+  /** Opens a source's headers, sealed at rest. */
+  readonly secrets: SecretBox;
   /** The process's metrics: each committed batch's lines are counted. */
   readonly metrics?: Metrics;
   readonly logger: Logger;
@@ -90,7 +93,7 @@ export async function startImportConsumer(options: ImportConsumerOptions): Promi
     if (running.size >= capacity) return undefined;
     const ended = options.imports?.begin();
     const run = detached(() => inSpan('import job', { parent: started ?? null, attributes: { 'catalog.import.id': jobId } }, () => processImport({
-      orm: options.orm, storage, databaseUrl: options.config.databaseUrl, logger: log, mediaRefreshAgeHours: options.config.media.refreshAgeHours,
+      orm: options.orm, storage, secrets: options.secrets, databaseUrl: options.config.databaseUrl, logger: log, mediaRefreshAgeHours: options.config.media.refreshAgeHours,
       source: { allowPrivate: options.config.outboundAllowPrivate, timeoutMs: SOURCE_TIMEOUT_MS },
       stopping: () => stopping,
       ...(options.metrics ? { onCommitted: countLines(options.metrics) } : {}),

@@ -8,8 +8,12 @@ import { DELIVERY_CHANNEL, nextDueAt } from '../../domain/webhooks/delivery-stor
 import type { ClaimedDelivery, Completion } from '../../domain/webhooks/delivery-store.ts';
 import { nextAttemptDelay } from '../../domain/webhooks/retry-schedule.ts';
 import { createSender } from '../../domain/webhooks/send-delivery.ts';
+import type { AttemptOutcome } from '../../domain/webhooks/send-delivery.ts';
 import { deliveryHeaders, liveSecrets } from '../../domain/webhooks/signing.ts';
+import type { SigningSecrets } from '../../domain/webhooks/signing.ts';
 import type { Config } from '../../platform/config/config.ts';
+import { SecretKeyError } from '../../platform/crypto/secret-box.ts';
+import type { SecretBox } from '../../platform/crypto/secret-box.ts';
 import { listenToChannel } from '../../platform/db/connections.ts';
 import type { ChannelListener } from '../../platform/db/connections.ts';
 import type { Db } from '../../platform/db/sql.ts';
@@ -18,6 +22,8 @@ import type { Logger } from '../../platform/log/logger.ts';
 export interface DispatcherOptions {
   readonly config: Pick<Config, 'databaseUrl' | 'webhookRetryDelaysMs' | 'webhookTimeoutMs' | 'webhookDisableAfter' | 'webhookAllowHttp' | 'outboundAllowPrivate'>;
   readonly db: Db;
+  /** Opens the secrets of the deliveries it claims, to sign them. */
+  readonly secrets: SecretBox;
   readonly logger: Logger;
   /** Attempts in flight in this process. */
   readonly maxInFlight?: number;
@@ -76,6 +82,8 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
   let flushTimer: NodeJS.Timeout | undefined;
   let flushing: Promise<void> = Promise.resolve();
   const settleFailures = new WeakMap<Completion, number>();
+  // Webhook and key pairs already logged as unreadable: once each, not once per delivery.
+  const unreadable = new Set<string>();
 
   const poke = () => {
     woken = true;
@@ -150,19 +158,34 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
     attributes: { 'catalog.webhook.id': delivery.webhookId, 'catalog.delivery.id': delivery.id, 'catalog.event.id': delivery.eventId, 'catalog.delivery.attempt': delivery.attemptCount },
   }, (span) => attemptIn(delivery, span));
 
-  async function attemptIn(delivery: ClaimedDelivery, span: Span | undefined): Promise<void> {
+  /** Signed with the live secrets, and sent. */
+  function send(delivery: ClaimedDelivery, signing: SigningSecrets, span: Span | undefined): Promise<AttemptOutcome> {
     const body = Buffer.from(delivery.payload, 'utf8');
     const headers = deliveryHeaders({
       eventId: delivery.eventId,
       eventType: delivery.eventType,
       body,
-      secrets: liveSecrets(delivery),
+      secrets: liveSecrets(signing),
       timestamp: Math.floor(Date.now() / 1000),
     });
     const context = traceparent(span);
     if (context) headers.traceparent = context;
+    return sender.send(delivery.url, headers, body);
+  }
+
+  /** Never sent unsigned: an attempt whose secret cannot be opened fails as a send that failed, and is retried as one. */
+  function notSent(delivery: ClaimedDelivery, error: SecretKeyError): AttemptOutcome {
+    const pair = `${delivery.webhookId} ${error.keyId}`;
+    if (!unreadable.has(pair)) {
+      unreadable.add(pair);
+      log.error({ webhookId: delivery.webhookId, keyId: error.keyId }, `webhook deliveries not sent: ${error.message} (SECRETS_KEY, SECRETS_OLD_KEYS)`);
+    }
+    return { ok: false, statusCode: null, durationMs: 0, error: `not sent: ${error.message}`, responseExcerpt: null, retryAfterMs: null };
+  }
+
+  async function attemptIn(delivery: ClaimedDelivery, span: Span | undefined): Promise<void> {
     const startedAt = new Date();
-    const outcome = await sender.send(delivery.url, headers, body);
+    const outcome = delivery.signing instanceof SecretKeyError ? notSent(delivery, delivery.signing) : await send(delivery, delivery.signing, span);
     if (outcome.statusCode !== null) span?.setAttribute('http.response.status_code', outcome.statusCode);
     if (!outcome.ok) failSpan(span, outcome.error ?? `answered ${outcome.statusCode}`);
     const nextDelayMs = outcome.ok ? null : nextAttemptDelay(delivery.attemptCount, config.webhookRetryDelaysMs, outcome.retryAfterMs);
@@ -203,7 +226,7 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
         }
         const saturated = [...inFlightByWebhook].filter(([, n]) => n >= perWebhook).map(([id]) => id);
         const claiming = performance.now();
-        const claimed = await claimDueDeliveries(db, { limit: room, leaseMs, leaseToken: randomUUID(), skipWebhooks: saturated });
+        const claimed = await claimDueDeliveries(db, options.secrets, { limit: room, leaseMs, leaseToken: randomUUID(), skipWebhooks: saturated });
         stats.claimMs += Math.round(performance.now() - claiming);
         backoff = 0;
         stats.claimed += claimed.length;

@@ -4,6 +4,7 @@ import { randomUUID } from 'node:crypto';
 import type { KafkaMessage } from 'kafkajs';
 import { createDeliveries } from '../../domain/webhooks/fan-out.ts';
 import type { FanOutEvent, FanOutRecord } from '../../domain/webhooks/fan-out.ts';
+import type { SecretBox } from '../../platform/crypto/secret-box.ts';
 import type { Db } from '../../platform/db/sql.ts';
 import type { KafkaClient, RunningConsumer } from '../../platform/kafka/client.ts';
 import { isId } from '../../platform/ids.ts';
@@ -18,6 +19,8 @@ const SLOTS_PER_EVENT = 8;
 export interface FanOutOptions {
   readonly kafka: KafkaClient;
   readonly db: Db;
+  /** Opens the secrets of the deliveries this worker attempts at once. */
+  readonly secrets: SecretBox;
   readonly logger: Logger;
   /** The ladder's first delay (0 by default: the first attempt is immediate). */
   readonly firstDelayMs: number;
@@ -85,7 +88,7 @@ export async function startFanOut(options: FanOutOptions): Promise<RunningConsum
       try {
         // Throws on a database failure: kafkajs retries the batch, nothing is committed past it.
         const inserting = performance.now();
-        const { created, leased } = await createDeliveries(options.db, events, {
+        const { created, leased } = await createDeliveries(options.db, options.secrets, events, {
           firstDelayMs: options.firstDelayMs, leaseSlots: slots, leaseMs: dispatcher.leaseMs, leaseToken: randomUUID(),
         });
         stats.insertMs += Math.round(performance.now() - inserting);

@@ -1,5 +1,6 @@
 // Starts the webhook workers of a consumers process: the fan-out consumer, the delivery dispatcher and the disable notices.
 import type { Config } from '../../platform/config/config.ts';
+import type { SecretBox } from '../../platform/crypto/secret-box.ts';
 import type { Orm } from '../../platform/db/orm.ts';
 import type { KafkaClient } from '../../platform/kafka/client.ts';
 import type { Logger } from '../../platform/log/logger.ts';
@@ -22,17 +23,19 @@ export interface WebhookWorkersOptions {
   readonly config: Config;
   readonly kafka: KafkaClient;
   readonly orm: Orm;
+  /** Opens the webhooks' secrets, sealed at rest, to sign each attempt. */
+  readonly secrets: SecretBox;
   /** The process's metrics: each delivery attempt is counted. */
   readonly metrics?: Metrics;
   readonly logger: Logger;
 }
 
-export async function startWebhookWorkers({ config, kafka, orm, metrics, logger }: WebhookWorkersOptions): Promise<WebhookWorkers> {
+export async function startWebhookWorkers({ config, kafka, orm, secrets, metrics, logger }: WebhookWorkersOptions): Promise<WebhookWorkers> {
   const db = orm.em.fork();
   const mailer = createMailer(config, logger);
   const notices = createDisableNotices(db, mailer, logger);
   const dispatcher = createDispatcher({
-    config, db, logger,
+    config, db, secrets, logger,
     onDisabled: (webhookIds) => {
       metrics?.webhooksDisabled.inc(webhookIds.length);
       void notices.sweep();
@@ -42,7 +45,7 @@ export async function startWebhookWorkers({ config, kafka, orm, metrics, logger 
   // The dispatcher first: deliveries already in Postgres go out while the consumer joins its group.
   await dispatcher.start();
   // A start that failed (Kafka away) leaves nothing running: the next attempt starts afresh.
-  const fanOut = await startFanOut({ kafka, db, logger, dispatcher, firstDelayMs: config.webhookRetryDelaysMs[0] ?? 0 }).catch(async (error: unknown) => {
+  const fanOut = await startFanOut({ kafka, db, secrets, logger, dispatcher, firstDelayMs: config.webhookRetryDelaysMs[0] ?? 0 }).catch(async (error: unknown) => {
     await dispatcher.stop();
     mailer.close();
     throw error;

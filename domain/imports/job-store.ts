@@ -155,7 +155,7 @@ export const countsOf = (row: JobRow) =>
  */
 export async function finishJob(tx: Db, job: JobRow, status: ImportStatus, reason: string | null): Promise<void> {
   // A source's headers (credentials) are not kept past the job.
-  await query(tx, 'UPDATE import_jobs SET status = $1, failure_reason = $2, finished_at = now(), updated_at = now(), source_headers = NULL WHERE id = $3',
+  await query(tx, 'UPDATE import_jobs SET status = $1, failure_reason = $2, finished_at = now(), updated_at = now(), source_headers_sealed = NULL WHERE id = $3',
     [status, reason, job.id]);
   const failed = status === 'failed' || status === 'cancelled';
   const base = { jobId: job.id, status };

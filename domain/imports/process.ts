@@ -1,6 +1,7 @@
 // An import job's lifecycle: its processing lock, queued → processing after the counting pass, the resumable run of its batches, and its end.
 import { inSpan } from '../../platform/tracing.ts';
 import { openSession } from '../../platform/db/connections.ts';
+import type { SecretBox } from '../../platform/crypto/secret-box.ts';
 import type { Orm } from '../../platform/db/orm.ts';
 import type { Logger } from '../../platform/log/logger.ts';
 import type { ObjectStorage } from '../../platform/storage/storage.ts';
@@ -22,6 +23,8 @@ import type { FileLine } from './line-reader.ts';
 export interface ProcessDeps {
   readonly orm: Orm;
   readonly storage: ObjectStorage;
+  /** Opens the headers of a job's source address, sealed at rest. */
+  readonly secrets: SecretBox;
   /** For the job's processing lock, a session of its own. */
   readonly databaseUrl: string;
   readonly logger: Logger;
@@ -73,7 +76,7 @@ async function fail(deps: ProcessDeps, jobId: string, reason: string): Promise<u
 /** A job with a source address: its file fetched into storage, or the job ended (failed, or unchanged). */
 async function pull(deps: ProcessDeps, job: JobRow): Promise<JobRow | undefined> {
   const db = deps.orm.em.fork();
-  const outcome = await fetchSource(db, deps.storage, job, deps.source);
+  const outcome = await fetchSource(db, deps.storage, deps.secrets, job, deps.source);
   if (outcome.kind === 'failed') return fail(deps, job.id, outcome.reason);
   if (outcome.kind === 'unchanged') {
     await finishUnchanged(db, job.id, outcome.validators);

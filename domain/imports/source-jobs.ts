@@ -1,5 +1,6 @@
 // POST /imports with a source address: the request checked, and the job made queued at once (no upload, no start).
 import type { ImportJob, ImportSource } from '../../generated/client.ts';
+import type { SecretBox } from '../../platform/crypto/secret-box.ts';
 import type { Db } from '../../platform/db/sql.ts';
 import { validationError } from '../../platform/errors.ts';
 import { newId } from '../../platform/ids.ts';
@@ -13,7 +14,9 @@ const OWN_HEADERS = new Set(['host', 'content-length', 'transfer-encoding', 'con
   'proxy-connection', 'if-none-match', 'if-modified-since', 'range']);
 
 /** The job for `source`, queued with its message; what the address holds is its consumer's to find out. */
-export async function createSourceImport(db: Db, catalogId: string, source: ImportSource, dryRun: boolean, allowPrivate: boolean): Promise<ImportJob> {
+export async function createSourceImport(
+  db: Db, secrets: SecretBox, catalogId: string, source: ImportSource, dryRun: boolean, allowPrivate: boolean,
+): Promise<ImportJob> {
   let url: URL;
   try {
     url = new URL(source.url);
@@ -35,7 +38,7 @@ export async function createSourceImport(db: Db, catalogId: string, source: Impo
   return db.transactional(async (tx) => {
     await assertCapacity(tx, catalogId);
     const id = newId();
-    await insertSourceJob(tx, { id, catalogId, dryRun, fileSizeBytes: 0, storagePath: importPath(catalogId, id) },
+    await insertSourceJob(tx, secrets, { id, catalogId, dryRun, fileSizeBytes: 0, storagePath: importPath(catalogId, id) },
       { url: url.href, headers, ifChanged: source.ifChanged ?? false });
     return jobView(await findJob(tx, catalogId, id));
   });

@@ -5,6 +5,8 @@ import type { IncomingMessage } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
+import { SecretKeyError } from '../../platform/crypto/secret-box.ts';
+import type { SecretBox } from '../../platform/crypto/secret-box.ts';
 import type { Db } from '../../platform/db/sql.ts';
 import { guardedGet } from '../../platform/outbound/guarded-get.ts';
 import { RefusedAddressError } from '../../platform/outbound/network-guard.ts';
@@ -108,9 +110,16 @@ async function download(response: IncomingMessage, path: string, timeoutMs: numb
  * one with the same validators, ends here without reading the body. A source whose validators
  * differ after the read (a HEAD) changed while it was read.
  */
-export async function fetchSource(db: Db, storage: ObjectStorage, job: JobRow, options: SourceOptions): Promise<SourceOutcome> {
+export async function fetchSource(db: Db, storage: ObjectStorage, secrets: SecretBox, job: JobRow, options: SourceOptions): Promise<SourceOutcome> {
   const url = new URL(job.source_url!);
-  const headers = await sourceHeaders(db, job.id);
+  let headers: Record<string, string>;
+  try {
+    headers = await sourceHeaders(db, secrets, job.id);
+  } catch (error) {
+    // Never fetched without them: the source would answer for someone else, or refuse.
+    if (error instanceof SecretKeyError) return { kind: 'failed', reason: `the source's headers cannot be opened: ${error.message}` };
+    throw error;
+  }
   const before = job.source_if_changed ? await lastValidators(db, job.catalog_id, job.source_url!) : undefined;
   const conditions: Record<string, string> = {};
   if (before?.etag) conditions['if-none-match'] = before.etag;

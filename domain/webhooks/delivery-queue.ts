@@ -1,4 +1,5 @@
 // The delivery schedule's transactions: claiming due deliveries under a lease, settling attempts, disabling failing webhooks.
+import type { SecretBox } from '../../platform/crypto/secret-box.ts';
 import type { Db } from '../../platform/db/sql.ts';
 import { query } from '../../platform/db/sql.ts';
 import { claimDue, pauseWaiting, settle } from './delivery-store.ts';
@@ -18,14 +19,15 @@ const DISPATCH_SETTINGS = 'SET LOCAL synchronous_commit = off; SET LOCAL enable_
 
 /**
  * Claims up to `limit` due deliveries of active webhooks, each under a lease of `leaseMs` (see
- * `claimDue`), skipping the webhooks that already have all the attempts in flight they may.
+ * `claimDue`), skipping the webhooks that already have all the attempts in flight they may. Their
+ * secrets are opened with `secrets`.
  */
 export function claimDueDeliveries(
-  db: Db, options: { limit: number; leaseMs: number; leaseToken: string; skipWebhooks: readonly string[] },
+  db: Db, secrets: SecretBox, options: { limit: number; leaseMs: number; leaseToken: string; skipWebhooks: readonly string[] },
 ): Promise<ClaimedDelivery[]> {
   return db.transactional(async (tx) => {
     await query(tx, DISPATCH_SETTINGS);
-    return claimDue(tx, options);
+    return claimDue(tx, secrets, options);
   });
 }
 

@@ -1,10 +1,14 @@
 // The delivery store: the schedule's statements on webhook_deliveries and webhook_attempts (inserts, claims, settlements); the log's are in delivery-log.ts.
 // Raw SQL on purpose: the schedule's statements run once per batch on the hot path and lean on
 // unnest arrays, FOR UPDATE SKIP LOCKED and data-modifying CTEs that an ORM would split up.
+import { SecretKeyError } from '../../platform/crypto/secret-box.ts';
+import type { SecretBox } from '../../platform/crypto/secret-box.ts';
 import { query } from '../../platform/db/sql.ts';
 import type { Db } from '../../platform/db/sql.ts';
 import { NOT_HELD_BACK } from './ordered-deliveries.ts';
 import type { AttemptOutcome } from './send-delivery.ts';
+import { previousSecretContext, secretContext } from './signing.ts';
+import type { SigningSecrets } from './signing.ts';
 
 /** Channel the dispatcher LISTENs on: a delivery became due now. */
 export const DELIVERY_CHANNEL = 'webhook_deliveries';
@@ -22,9 +26,8 @@ export interface ClaimedDelivery {
   readonly attemptCount: number;
   readonly leaseToken: string;
   readonly url: string;
-  readonly secret: string;
-  readonly previousSecret: string | null;
-  readonly previousSecretExpiresAt: Date | null;
+  /** The webhook's secrets, opened; or why they cannot be (their key is not configured here): then nothing is sent. */
+  readonly signing: SigningSecrets | SecretKeyError;
   /** The trace context of the event it delivers: each attempt is a span in it. */
   readonly traceparent: string | null;
   /** Delivered in order per resource (ordered-deliveries.ts): settling it may let the next one go. */
@@ -36,12 +39,27 @@ export type Timestamp = Date | string;
 const toDate = (value: Timestamp): Date => (value instanceof Date ? value : new Date(value));
 export const iso = (value: Timestamp): string => toDate(value).toISOString();
 
-interface TargetRow { url: string; secret: string; previous_secret: string | null; previous_secret_expires_at: Timestamp | null }
+interface TargetRow { webhook_id: string; url: string; secret: string; previous_secret: string | null; previous_secret_expires_at: Timestamp | null }
 
-const target = (row: TargetRow) => ({
-  url: row.url, secret: row.secret, previousSecret: row.previous_secret,
-  previousSecretExpiresAt: row.previous_secret_expires_at === null ? null : toDate(row.previous_secret_expires_at),
-});
+/** Where a claimed delivery goes, its secrets opened in memory for the attempt alone. */
+function target(secrets: SecretBox, row: TargetRow): Pick<ClaimedDelivery, 'url' | 'signing'> {
+  const previousSecretExpiresAt = row.previous_secret_expires_at === null ? null : toDate(row.previous_secret_expires_at);
+  try {
+    // An expired previous secret signs nothing: it is not opened (its key may be gone since).
+    const previousLive = row.previous_secret !== null && previousSecretExpiresAt !== null && previousSecretExpiresAt.getTime() > Date.now();
+    return {
+      url: row.url,
+      signing: {
+        secret: secrets.open(row.secret, secretContext(row.webhook_id)),
+        previousSecret: previousLive ? secrets.open(row.previous_secret!, previousSecretContext(row.webhook_id)) : null,
+        previousSecretExpiresAt,
+      },
+    };
+  } catch (error) {
+    if (error instanceof SecretKeyError) return { url: row.url, signing: error };
+    throw error;
+  }
+}
 
 /** Wakes every dispatcher (delivered at commit when called in a transaction). */
 export async function notifyDue(db: Db): Promise<void> {
@@ -62,9 +80,9 @@ export interface NewDeliveries {
  * `*`), whose filter (if any) accepts it and which existed when the event happened; a re-read event creates nothing twice (the
  * (webhook, event) pair is unique). Returns the rows created, the leased ones with their target.
  */
-export async function insertDeliveries(db: Db, batch: NewDeliveries): Promise<{ created: number; leased: ClaimedDelivery[] }> {
+export async function insertDeliveries(db: Db, secrets: SecretBox, batch: NewDeliveries): Promise<{ created: number; leased: ClaimedDelivery[] }> {
   const { events } = batch;
-  const rows = await query<TargetRow & { id: string; webhook_id: string; event_id: string; leased: boolean }>(db,
+  const rows = await query<TargetRow & { id: string; event_id: string; leased: boolean }>(db,
     `WITH e AS (
        SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::timestamptz[]) WITH ORDINALITY
          AS e(event_id, catalog_id, event_type, created_at, ord)),
@@ -94,7 +112,7 @@ export async function insertDeliveries(db: Db, batch: NewDeliveries): Promise<{ 
     const event = byId.get(r.event_id)!;
     return {
       id: r.id, webhookId: r.webhook_id, eventId: event.id, eventType: event.type, payload: event.payload,
-      attemptCount: 1, leaseToken: batch.leaseToken, traceparent: event.traceparent ?? null, ...target(r),
+      attemptCount: 1, leaseToken: batch.leaseToken, traceparent: event.traceparent ?? null, ...target(secrets, r),
     };
   });
   return { created: rows.length, leased };
@@ -105,8 +123,10 @@ export async function insertDeliveries(db: Db, batch: NewDeliveries): Promise<{ 
  * to the lease's end, so a worker that dies mid-attempt leaves a row that simply falls due again;
  * the next claim finds the old lease token and logs that attempt as lost.
  */
-export async function claimDue(db: Db, options: { limit: number; leaseMs: number; leaseToken: string; skipWebhooks: readonly string[] }): Promise<ClaimedDelivery[]> {
-  const rows = await query<TargetRow & { id: string; webhook_id: string; event_id: string; event_type: string; payload: string; attempt_count: number; traceparent: string | null; ordered: boolean }>(db,
+export async function claimDue(
+  db: Db, secrets: SecretBox, options: { limit: number; leaseMs: number; leaseToken: string; skipWebhooks: readonly string[] },
+): Promise<ClaimedDelivery[]> {
+  const rows = await query<TargetRow & { id: string; event_id: string; event_type: string; payload: string; attempt_count: number; traceparent: string | null; ordered: boolean }>(db,
     // Walks the due index in order and stops at the limit: no condition on another table here,
     // or the planner joins first and sorts every due row.
     `WITH due AS (
@@ -138,7 +158,7 @@ export async function claimDue(db: Db, options: { limit: number; leaseMs: number
     [options.limit, options.skipWebhooks, options.leaseToken, options.leaseMs, LOST_ATTEMPT]);
   return rows.map((row) => ({
     id: row.id, webhookId: row.webhook_id, eventId: row.event_id, eventType: row.event_type, payload: row.payload,
-    attemptCount: row.attempt_count, leaseToken: options.leaseToken, traceparent: row.traceparent, ...target(row), ...(row.ordered ? { ordered: true } : {}),
+    attemptCount: row.attempt_count, leaseToken: options.leaseToken, traceparent: row.traceparent, ...target(secrets, row), ...(row.ordered ? { ordered: true } : {}),
   }));
 }
 

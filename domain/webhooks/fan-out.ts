@@ -1,4 +1,5 @@
 // Fan-out: an event becomes one delivery per matching webhook of its own catalog, the first ones already leased to this worker.
+import type { SecretBox } from '../../platform/crypto/secret-box.ts';
 import type { Db } from '../../platform/db/sql.ts';
 import { insertDeliveries, notifyDue } from './delivery-store.ts';
 import type { ClaimedDelivery } from './delivery-store.ts';
@@ -59,15 +60,17 @@ async function withActiveWebhooks(db: Db, events: readonly FanOutRecord[]): Prom
  * new deliveries are inserted already claimed (attempt 1, leased): they skip a round trip through
  * the schedule and are returned for the caller to attempt at once. The rest are due now (or after
  * the first delay) for whichever worker claims them; if this worker dies, its leases expire and
- * the same happens to the leased ones.
+ * the same happens to the leased ones. The leased ones' secrets are opened with `secrets`.
  */
-export async function createDeliveries(db: Db, batch: readonly FanOutRecord[], options: FanOutOptions): Promise<{ created: number; leased: ClaimedDelivery[] }> {
+export async function createDeliveries(
+  db: Db, secrets: SecretBox, batch: readonly FanOutRecord[], options: FanOutOptions,
+): Promise<{ created: number; leased: ClaimedDelivery[] }> {
   const events = (await withActiveWebhooks(db, batch)).flatMap((record) => {
     const event = record.read();
     return event === undefined ? [] : [record.traceparent === undefined ? event : { ...event, traceparent: record.traceparent }];
   });
   if (events.length === 0) return { created: 0, leased: [] };
-  const result = await insertDeliveries(db, {
+  const result = await insertDeliveries(db, secrets, {
     events,
     leased: options.firstDelayMs === 0 ? options.leaseSlots : 0,
     leaseToken: options.leaseToken,

@@ -1,6 +1,7 @@
 // Webhook secrets and the headers of a delivery: the spec's signed headers plus the Standard Webhooks ones.
 import { createHmac, createSecretKey, randomBytes } from 'node:crypto';
 import type { KeyObject } from 'node:crypto';
+import { columnContext } from '../../platform/crypto/secret-box.ts';
 
 export const USER_AGENT = 'Service-Webhooks/1.0';
 /** How long the previous secret keeps signing after a rotation (docs/webhooks.md, "Subscribing"). */
@@ -10,6 +11,10 @@ export const ROTATION_OVERLAP_MS = 24 * 3600_000;
 export function newSecret(): string {
   return `whsec_${randomBytes(32).toString('base64')}`;
 }
+
+/** Where a webhook's secrets are sealed at rest: each opens only in its own row and column. */
+export const secretContext = (webhookId: string) => columnContext('webhooks', 'secret', webhookId);
+export const previousSecretContext = (webhookId: string) => columnContext('webhooks', 'previous_secret', webhookId);
 
 export interface SigningSecrets {
   readonly secret: string;

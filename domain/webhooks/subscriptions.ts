@@ -1,5 +1,7 @@
-// The subscription store: every statement on webhooks (create, read, change, delete, rotate, disable, resume, notices).
+// The subscription store: every statement on webhooks (create, read, change, delete, rotate, disable, resume, notices, secrets re-sealed).
 import type { EventSubscription, Webhook as WebhookView, WebhookCreated, WebhookFilter } from '../../generated/client.ts';
+import { SecretKeyError } from '../../platform/crypto/secret-box.ts';
+import type { SecretBox } from '../../platform/crypto/secret-box.ts';
 import { Webhook } from '../../platform/db/entities/webhooks.ts';
 import { query } from '../../platform/db/sql.ts';
 import type { Db } from '../../platform/db/sql.ts';
@@ -7,7 +9,7 @@ import { newId } from '../../platform/ids.ts';
 import { notFound, validationError } from '../../platform/errors.ts';
 import { decodeCursor, encodeCursor, keysetPage } from '../pagination.ts';
 import { resumePaused } from './delivery-store.ts';
-import { ROTATION_OVERLAP_MS, newSecret } from './signing.ts';
+import { ROTATION_OVERLAP_MS, newSecret, previousSecretContext, secretContext } from './signing.ts';
 import { compileFilter } from './filter.ts';
 import { checkTargetUrl } from './target-url.ts';
 import type { TargetRules } from './target-url.ts';
@@ -57,13 +59,16 @@ export async function findWebhook(db: Db, catalogId: string, id: string): Promis
   return webhook;
 }
 
-export async function createWebhook(db: Db, rules: TargetRules, catalogId: string, input: WebhookInput): Promise<WebhookCreated> {
+/** A new webhook; its secret is shown in the answer alone, and stored sealed. */
+export async function createWebhook(db: Db, secrets: SecretBox, rules: TargetRules, catalogId: string, input: WebhookInput): Promise<WebhookCreated> {
   const events = checkEvents(input.events);
   const filterPath = input.filter ? compileFilter(input.filter) : null;
   const url = await checkTargetUrl(input.url, rules);
   const now = new Date();
+  const id = newId();
+  const secret = newSecret();
   const webhook = db.create(Webhook, {
-    id: newId(),
+    id,
     catalogId,
     url,
     events,
@@ -73,7 +78,7 @@ export async function createWebhook(db: Db, rules: TargetRules, catalogId: strin
     filterPath,
     ordered: input.ordered ?? false,
     status: 'active',
-    secret: newSecret(),
+    secret: secrets.seal(secret, secretContext(id)),
     previousSecret: null,
     previousSecretExpiresAt: null,
     consecutiveFailures: 0,
@@ -84,7 +89,7 @@ export async function createWebhook(db: Db, rules: TargetRules, catalogId: strin
     updatedAt: now,
   });
   await db.flush();
-  return { ...webhookView(webhook), secret: webhook.secret };
+  return { ...webhookView(webhook), secret };
 }
 
 export async function listWebhooks(
@@ -122,16 +127,27 @@ export async function deleteWebhook(db: Db, catalogId: string, id: string): Prom
   if (deleted === 0) throw notFound('Webhook');
 }
 
-/** A new secret; the one it replaces keeps signing beside it for 24 h (two `v1=` entries). */
-export async function rotateSecret(db: Db, catalogId: string, id: string): Promise<{ secret: string; previousSecretExpiresAt: string }> {
+/**
+ * A new secret; the one it replaces keeps signing beside it for 24 h (two `v1=` entries). When
+ * the current secret cannot be opened (its key is gone), rotating is the way out: the new secret
+ * signs alone at once, as nothing could sign with the old one.
+ */
+export async function rotateSecret(db: Db, secrets: SecretBox, catalogId: string, id: string): Promise<{ secret: string; previousSecretExpiresAt: string }> {
   const webhook = await findWebhook(db, catalogId, id);
   const now = new Date();
-  webhook.previousSecret = webhook.secret;
-  webhook.previousSecretExpiresAt = new Date(now.getTime() + ROTATION_OVERLAP_MS);
-  webhook.secret = newSecret();
+  let previous: string | null = null;
+  try {
+    previous = secrets.open(webhook.secret, secretContext(webhook.id));
+  } catch (error) {
+    if (!(error instanceof SecretKeyError)) throw error;
+  }
+  const secret = newSecret();
+  webhook.previousSecret = previous === null ? null : secrets.seal(previous, previousSecretContext(webhook.id));
+  webhook.previousSecretExpiresAt = previous === null ? now : new Date(now.getTime() + ROTATION_OVERLAP_MS);
+  webhook.secret = secrets.seal(secret, secretContext(webhook.id));
   webhook.updatedAt = now;
   await db.flush();
-  return { secret: webhook.secret, previousSecretExpiresAt: webhook.previousSecretExpiresAt.toISOString() };
+  return { secret, previousSecretExpiresAt: webhook.previousSecretExpiresAt.toISOString() };
 }
 
 /**
@@ -218,4 +234,46 @@ export async function lockPendingNotice(tx: Db): Promise<DisableNotice | undefin
 
 export async function markNoticeSent(tx: Db, webhookId: string): Promise<void> {
   await query(tx, 'UPDATE webhooks SET disabled_notice_sent_at = now() WHERE id = $1', [webhookId]);
+}
+
+/** How many webhook secrets each key seals (`catalog secrets status`); the key id is the sealed text's second part. */
+export async function webhookSecretKeys(db: Db): Promise<Array<{ column: string; keyId: string; values: number }>> {
+  const rows = await query<{ col: string; key_id: string; n: string }>(db, 'webhooks.secret_keys',
+    `SELECT 'webhooks.secret' AS col, split_part(secret, '.', 2) AS key_id, count(*) AS n FROM webhooks GROUP BY 2
+     UNION ALL
+     SELECT 'webhooks.previous_secret', split_part(previous_secret, '.', 2), count(*) FROM webhooks WHERE previous_secret IS NOT NULL GROUP BY 2
+     ORDER BY 1, 2`);
+  return rows.map((r) => ({ column: r.col, keyId: r.key_id, values: Number(r.n) }));
+}
+
+/**
+ * Re-seals with the current key up to `limit` webhooks' secrets sealed with another, in one
+ * transaction (`catalog secrets rotate`); an expired previous secret signs nothing and is dropped
+ * instead. Returns how many values changed. The rows stay locked until it commits: a rotation
+ * through the API waits, and then writes values of its own.
+ */
+export async function resealWebhookSecrets(db: Db, secrets: SecretBox, limit: number): Promise<number> {
+  return db.transactional(async (tx) => {
+    const rows = await query<{ id: string; secret: string; previous_secret: string | null; previous_live: boolean }>(tx, 'webhooks.secrets_to_reseal',
+      `SELECT id, secret, previous_secret, previous_secret_expires_at > now() AS previous_live FROM webhooks
+        WHERE split_part(secret, '.', 2) <> $1 OR split_part(previous_secret, '.', 2) <> $1
+        LIMIT $2 FOR UPDATE`, [secrets.currentKeyId, limit]);
+    if (rows.length === 0) return 0;
+    let changed = 0;
+    const reseal = (sealed: string, context: string) => {
+      if (secrets.keyIdOf(sealed) === secrets.currentKeyId) return sealed;
+      changed += 1;
+      return secrets.seal(secrets.open(sealed, context), context);
+    };
+    const current = rows.map((r) => reseal(r.secret, secretContext(r.id)));
+    const previous = rows.map((r) => {
+      if (r.previous_secret === null) return null;
+      if (r.previous_live) return reseal(r.previous_secret, previousSecretContext(r.id));
+      changed += 1;
+      return null;
+    });
+    await query(tx, 'webhooks.reseal_secrets', `UPDATE webhooks w SET secret = v.secret, previous_secret = v.previous_secret
+      FROM unnest($1::uuid[], $2::text[], $3::text[]) AS v(id, secret, previous_secret) WHERE w.id = v.id`, [rows.map((r) => r.id), current, previous]);
+    return changed;
+  });
 }

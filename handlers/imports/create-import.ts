@@ -7,7 +7,7 @@ import type { Handler } from '../handler.ts';
 export const createImport: Handler<'createImport'> = async ({ auth, body, em, services }) => {
   const { fileSizeBytes, source, dryRun } = body;
   if (source !== undefined && fileSizeBytes === undefined) {
-    return { status: 202, data: await createSourceImport(em, auth.catalogId, source, dryRun ?? false, services.config.outboundAllowPrivate) };
+    return { status: 202, data: await createSourceImport(em, services.secrets, auth.catalogId, source, dryRun ?? false, services.config.outboundAllowPrivate) };
   }
   if (fileSizeBytes !== undefined && source === undefined) {
     return { status: 201, data: await create(em, services.storage, auth.catalogId, { fileSizeBytes, dryRun }) };

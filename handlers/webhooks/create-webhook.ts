@@ -4,6 +4,6 @@ import type { Handler } from '../handler.ts';
 import { targetRules } from './rules.ts';
 
 export const createWebhook: Handler<'createWebhook'> = async ({ auth, body, em, services }) => {
-  const data = await create(em, targetRules(services.config), auth.catalogId, body);
+  const data = await create(em, services.secrets, targetRules(services.config), auth.catalogId, body);
   return { status: 201, data };
 };

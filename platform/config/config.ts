@@ -6,9 +6,11 @@ import { ConfigError, baseUrl, bool, brokerList, int, oneOf, originList } from '
 import type { Env } from './parse.ts';
 import { readReplicaConfig } from './database-read.ts';
 import type { ReadReplicaConfig } from './database-read.ts';
+import { secretsKeyConfig } from './secrets-key.ts';
+import type { SecretsKeyConfig } from './secrets-key.ts';
 
 export { ConfigError };
-export type { ReadReplicaConfig };
+export type { ReadReplicaConfig, SecretsKeyConfig };
 
 export type Role = 'api' | 'consumers' | 'all';
 /** The deployment this service is (spec, "Versioning"): its keys are `cat_live_…` or `cat_test_…`. */
@@ -57,6 +59,8 @@ export interface Config {
   readonly signingSecret: string;
   /** True when SIGNING_SECRET was not given and the secret was generated into the data folder (one machine only). */
   readonly signingSecretGenerated: boolean;
+  /** SECRETS_KEY (or SECRETS_KEY_FILE) and SECRETS_OLD_KEYS: what seals webhook secrets and import headers at rest. */
+  readonly secretsKey: SecretsKeyConfig;
   readonly webhookRetryDelaysMs: readonly number[];
   readonly webhookTimeoutMs: number;
   readonly webhookDisableAfter: number;
@@ -191,10 +195,14 @@ function retryDelays(raw: string): number[] {
  * "Scaling out"): empty when the process can run beside others anywhere.
  */
 export function singleMachineSettings(config: Config): string[] {
+  const needs: string[] = [];
   // Only the local driver signs its own upload addresses; S3 presigns them.
-  if (config.storageDriver !== 'local') return [];
-  const needs = [`shared storage (STORAGE_DRIVER=s3, or ${config.storageDir} mounted on every machine)`];
-  if (config.signingSecretGenerated) needs.push(`the same SIGNING_SECRET on every machine (this one uses the secret generated into ${config.dataDir})`);
+  if (config.storageDriver === 'local') {
+    needs.push(`shared storage (STORAGE_DRIVER=s3, or ${config.storageDir} mounted on every machine)`);
+    if (config.signingSecretGenerated) needs.push(`the same SIGNING_SECRET on every machine (this one uses the secret generated into ${config.dataDir})`);
+  }
+  // Every process opens what any other sealed.
+  if (config.secretsKey.from === 'generated') needs.push(`the same SECRETS_KEY on every machine (this one uses the key generated into ${config.dataDir})`);
   return needs;
 }
 
@@ -251,6 +259,7 @@ export function loadConfig(env: Env = process.env): Config {
     }),
     signingSecret: signingSecret(env, dataDir),
     signingSecretGenerated: !env.SIGNING_SECRET,
+    secretsKey: secretsKeyConfig(env, dataDir),
     webhookRetryDelaysMs: Object.freeze(retryDelays(env.WEBHOOK_RETRY_DELAYS_MS || DEFAULT_RETRY_DELAYS)),
     webhookTimeoutMs: int(env, 'WEBHOOK_TIMEOUT_MS', 5000, 1, 600_000),
     webhookDisableAfter: int(env, 'WEBHOOK_DISABLE_AFTER', 20, 1, 1_000_000),

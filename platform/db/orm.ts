@@ -2,9 +2,10 @@
 import { MikroORM } from '@mikro-orm/postgresql';
 import { Migrator } from '@mikro-orm/migrations';
 import { ConfigError } from '../config/config.ts';
+import type { SecretBox } from '../crypto/secret-box.ts';
 import type { Logger } from '../log/logger.ts';
 import { entities } from './entities/index.ts';
-import { migrations } from './migrations/index.ts';
+import { migrationsFor } from './migrations/index.ts';
 import { openSession, releaseLostClients } from './connections.ts';
 import { PreparingClient } from './sql.ts';
 import { hasSqlState } from './pg-errors.ts';
@@ -57,6 +58,11 @@ export interface OpenDatabaseOptions {
   logger: Logger;
   /** Apply pending migrations (the default); `false` only for tools that must not change the schema. */
   migrate?: boolean;
+  /**
+   * The key of the values sealed at rest: a migration that seals values already stored needs it
+   * (without it, such a migration refuses a database that holds any). Also for `migrate()` later.
+   */
+  secrets?: SecretBox;
   /** Create the database when it is missing (the default); `false` makes that an error. */
   create?: boolean;
   /**
@@ -91,7 +97,7 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Orm> {
     // MikroORM listens for its clients' errors; a client that dies while checked out must also
     // give its slot back (see releaseLostClients).
     driverOptions: { Client: clientClass(options.connectTimeoutMs), onPoolCreated: releaseLostClients },
-    migrations: { migrationsList: migrations, transactional: true, allOrNothing: true, snapshot: false, silent: true },
+    migrations: { migrationsList: migrationsFor(options.secrets), transactional: true, allOrNothing: true, snapshot: false, silent: true },
     debug: false,
   });
   if (options.migrate !== false) await migrate(orm, options.databaseUrl, options.logger);

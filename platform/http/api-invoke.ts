@@ -67,6 +67,7 @@ export async function invokeHandler(invocation: Invocation, input: UntypedReques
   const runOn = (orm: Orm) => keyed
     ? withIdempotency(
       orm.em.fork(),
+      services.secrets,
       { catalogId: auth.catalogId, operation: operationId, key: idempotencyKey, path, body: input.body },
       (tx) => handler(contextWith(() => tx)),
     )

@@ -4,6 +4,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Orm } from '../db/orm.ts';
 import type { ReadReplica } from '../db/read-replica.ts';
 import type { Config } from '../config/config.ts';
+import type { SecretBox } from '../crypto/secret-box.ts';
 import type { Logger } from '../log/logger.ts';
 import type { ObjectStorage } from '../storage/storage.ts';
 import type { Contract } from './contract.ts';
@@ -28,6 +29,8 @@ export interface Services {
   readReplica?: ReadReplica | undefined;
   /** Import files and media: the one storage client of the process. */
   storage: ObjectStorage;
+  /** Seals what is kept secret at rest (webhook secrets, import source headers) and opens it where it is used. */
+  secrets: SecretBox;
   contract: Contract;
   metrics: Metrics;
   /** Looks an API key up and counts one request against its budget; undefined when unknown or revoked. */

@@ -10,12 +10,15 @@ import { openDatabase } from '../../platform/db/orm.ts';
 import type { Orm } from '../../platform/db/orm.ts';
 import { createLogger } from '../../platform/log/logger.ts';
 import { startService } from '../../app/service.ts';
+import { secretBoxOf } from '../../app/secrets.ts';
 import { freePort } from '../../scripts/free-port.ts';
 import { freshDatabase } from './database.ts';
 import { sharedBrokers, topicPrefixFor } from './kafka.ts';
 import { testRuntime } from './runtime.ts';
 import type { Runtime } from './runtime.ts';
-import { dropTopics, launchService } from './spawned-service.ts';
+import { TEST_SECRETS_KEY, dropTopics, launchService } from './spawned-service.ts';
+
+export { TEST_SECRETS_KEY };
 
 export interface TestService {
   readonly runtime: Runtime;
@@ -57,6 +60,8 @@ export function testEnv(file: string, databaseUrl: string, overrides: Record<str
     KAFKA_TOPIC_PREFIX: topicPrefixFor(file),
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     SIGNING_SECRET: 'test-signing-secret-0123456789abcdef0123456789',
+    // One key for every service of a file: a second one on the same database opens what the first sealed.
+    SECRETS_KEY: TEST_SECRETS_KEY,
     DATA_DIR: mkdtempSync(join(tmpdir(), 'catalog-test-')),
     // Pools of a test's size: two suites side by side, each with two files' services running,
     // stay within a Postgres of 100 connections (docs/operations.md, "Connection budget").
@@ -157,7 +162,7 @@ async function childProcess(file: string, databaseUrl: string, overrides: Record
   if (env.OPS_PORT === '0') env.OPS_PORT = String(await freePort());
   const config = loadConfig(env);
   // Migrations are applied here first, so the child finds the schema ready.
-  const orm = await openDatabase({ databaseUrl, logger: createLogger('silent'), poolSize: 4 });
+  const orm = await openDatabase({ databaseUrl, logger: createLogger('silent'), poolSize: 4, secrets: secretBoxOf(config) });
   try {
     const launched = await launchService('deno', env);
     return {

@@ -24,6 +24,9 @@ export type { Runtime };
 export { RUNTIMES };
 
 const ROOT = resolve(import.meta.dirname, '../..');
+
+/** The secrets key test services run with (32 bytes, base64), unless a test gives its own. */
+export const TEST_SECRETS_KEY = Buffer.alloc(32, 'catalog-test-secrets-key').toString('base64');
 // Start-up runs migrations, connects to Kafka and creates topics; on a busy 2-core machine under
 // Deno that can take tens of seconds, so wait generously but stop at once if it exits.
 const START_TIMEOUT_MS = 180_000;
@@ -182,6 +185,7 @@ export async function spawnService(file: string, runtime: Runtime, options: Spaw
       KAFKA_TOPIC_PREFIX: topicPrefix,
       LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'warn',
       SIGNING_SECRET: 'test-signing-secret-0123456789abcdef0123456789',
+      SECRETS_KEY: TEST_SECRETS_KEY,
       DATA_DIR: dataDir,
       STORAGE_DIR: join(dataDir, 'storage'),
       ...options.env,

@@ -63,7 +63,7 @@ test('a feed at an address: fetched with its secret headers, never shown back; u
   // Never shown back, and not kept once fetched.
   const shown = JSON.stringify([expectData(await api.getImport(first.id, opts(tenant)), 200), expectData(await api.listImports({}, opts(tenant)), 200)]);
   assert.ok(!shown.includes(secret) && !shown.includes('abc123'), shown);
-  assert.equal((await sql.query('SELECT source_headers FROM import_jobs WHERE id = $1', [first.id])).rows[0].source_headers, null);
+  assert.equal((await sql.query('SELECT source_headers_sealed FROM import_jobs WHERE id = $1', [first.id])).rows[0].source_headers_sealed, null);
   expectData(await api.getItem('erp', 'S-2', opts(tenant)), 200);
 
   const requestsBefore = origin.requests.length;

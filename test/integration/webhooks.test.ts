@@ -12,6 +12,7 @@ import type { EventType, WebhookCreated } from '../../generated/client.ts';
 import { domainEvent, eventRow, writeOutbox } from '../../domain/events/outbox.ts';
 import { createDeliveries } from '../../domain/webhooks/fan-out.ts';
 import { createSender } from '../../domain/webhooks/send-delivery.ts';
+import { secretBoxOf } from '../../app/secrets.ts';
 import { constructEvent, verifyRequest, verifySignature } from '../../domain/webhooks/verify-signature.ts';
 import { clientOptions } from '../helpers/client.ts';
 import { metricValue } from '../helpers/metrics.ts';
@@ -201,8 +202,9 @@ describe('delivery', () => {
       // Due in a minute: nothing is attempted while the rows are checked.
       const options = { firstDelayMs: 60_000, leaseSlots: 0, leaseMs: 30_000, leaseToken: crypto.randomUUID() };
       const db = service.orm.em.fork();
-      assert.equal((await createDeliveries(db, events, options)).created, 1);
-      assert.equal((await createDeliveries(db, [fanOutEvent(carol, 'C-3')], options)).created, 0);
+      const secrets = secretBoxOf(service.config);
+      assert.equal((await createDeliveries(db, secrets, events, options)).created, 1);
+      assert.equal((await createDeliveries(db, secrets, [fanOutEvent(carol, 'C-3')], options)).created, 0);
       const { rows } = await pool.query<{ id: string; webhook_id: string; catalog_id: string; event_id: string; payload: string }>(
         'SELECT id, webhook_id, catalog_id, event_id, payload FROM webhook_deliveries WHERE catalog_id = ANY($1::uuid[]) AND event_type = $2',
         [[carol.catalogId, dave.catalogId], 'item.deleted']);

@@ -1,10 +1,12 @@
 // Configuration is read once, validated, and frozen; bad values stop the start with a clear message.
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { ConfigError, loadConfig } from '../../platform/config/config.ts';
+import { ConfigError, loadConfig, singleMachineSettings } from '../../platform/config/config.ts';
+import { secretsKeyWarnings } from '../../platform/config/secrets-key.ts';
+import { secretKey } from '../../platform/crypto/secret-box.ts';
 
 const base = () => ({ DATA_DIR: mkdtempSync(join(tmpdir(), 'catalog-config-')) });
 
@@ -80,4 +82,38 @@ test('the read replica: off unless DATABASE_READ_URL is set; its bound, interval
     assert.throws(() => loadConfig({ ...base(), [name!]: value }), (error: Error) => error instanceof ConfigError && error.message.includes(name!)
       && !error.message.includes('s3cret'), `${name}=${value}`);
   }
+});
+
+test('the secrets key: generated once into the data folder (0600) outside production, and said to be for development only', () => {
+  const env = base();
+  const first = loadConfig(env).secretsKey;
+  assert.equal(first.from, 'generated');
+  assert.equal(first.current.length, 32);
+  assert.equal(statSync(first.file!).mode & 0o777, 0o600);
+  assert.deepEqual(loadConfig(env).secretsKey.current, first.current, 'reused');
+  assert.match(secretsKeyWarnings(first)[0]!, new RegExp(`SECRETS_KEY is not set.*key ${secretKey(first.current).id}.*development only`));
+  assert.match(singleMachineSettings(loadConfig({ ...env, STORAGE_DRIVER: 's3' })).join(), /the same SECRETS_KEY on every machine/);
+  // The image sets NODE_ENV=production: there a key must be given.
+  assert.throws(() => loadConfig({ ...base(), NODE_ENV: 'production' }), (error: Error) => error instanceof ConfigError && /set SECRETS_KEY/.test(error.message));
+});
+
+test('the secrets key: SECRETS_KEY or SECRETS_KEY_FILE, SECRETS_OLD_KEYS; a bad value is named, never shown', () => {
+  const [a, b, c] = [Buffer.alloc(32, 1), Buffer.alloc(32, 2), Buffer.alloc(32, 3)];
+  const given = loadConfig({ ...base(), NODE_ENV: 'production', SECRETS_KEY: a.toString('base64'), SECRETS_OLD_KEYS: ` ${b.toString('base64')},${c.toString('base64url')},${a.toString('base64')}` });
+  assert.deepEqual([given.secretsKey.from, given.secretsKey.current, given.secretsKey.old], ['SECRETS_KEY', a, [b, c]], 'the current key is not an old one too');
+  assert.ok(Object.isFrozen(given.secretsKey));
+  assert.deepEqual(secretsKeyWarnings(given.secretsKey), []);
+  const file = join(mkdtempSync(join(tmpdir(), 'catalog-key-')), 'key');
+  writeFileSync(file, `${b.toString('base64')}\n`);
+  const fromFile = loadConfig({ ...base(), SECRETS_KEY_FILE: file }).secretsKey;
+  assert.deepEqual([fromFile.from, fromFile.current, fromFile.file], ['SECRETS_KEY_FILE', b, file]);
+  const short = Buffer.alloc(16, 7).toString('base64');
+  for (const [env, named] of [
+    [{ SECRETS_KEY: short }, 'SECRETS_KEY'], [{ SECRETS_KEY: 'not base64 at all!' }, 'SECRETS_KEY'], [{ SECRETS_OLD_KEYS: `${a.toString('base64')},${short}` }, 'SECRETS_OLD_KEYS entry 2'],
+    [{ SECRETS_KEY: a.toString('base64'), SECRETS_KEY_FILE: file }, 'not both'], [{ SECRETS_KEY_FILE: `${file}-missing` }, 'SECRETS_KEY_FILE'],
+  ] as const) {
+    assert.throws(() => loadConfig({ ...base(), ...env }), (error: Error) => error instanceof ConfigError && error.message.includes(named) && !error.message.includes(short), named);
+  }
+  const published = loadConfig({ ...base(), SECRETS_KEY: 'VL8PgsKt1Zkn+vA1xlktrTB4npEesFwETKtd+GJ2dro=' }).secretsKey;
+  assert.match(secretsKeyWarnings(published)[0]!, /published development key/);
 });

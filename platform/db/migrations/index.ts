@@ -1,5 +1,6 @@
 // The ordered list of committed migrations; `catalog migrate` and every start apply what is pending.
 import type { MigrationObject } from '@mikro-orm/core';
+import type { SecretBox } from '../../crypto/secret-box.ts';
 import { InitialSchema } from './0001-initial-schema.ts';
 import { Webhooks } from './0003-webhooks.ts';
 import { Imports } from './0004-imports.ts';
@@ -23,8 +24,9 @@ import { OrderedWebhooks } from './0021-ordered-webhooks.ts';
 import { CompactImportResults } from './0022-compact-import-results.ts';
 import { ConsoleAccess } from './0023-console-access.ts';
 import { WebhookLastSuccess } from './0024-webhook-last-success.ts';
+import { SEALED_SECRETS, sealedSecrets } from './0025-sealed-secrets.ts';
 
-export const migrations: MigrationObject[] = [
+const schemaOnly: MigrationObject[] = [
   { name: '0001-initial-schema', class: InitialSchema },
   { name: '0003-webhooks', class: Webhooks },
   { name: '0004-imports', class: Imports },
@@ -49,3 +51,11 @@ export const migrations: MigrationObject[] = [
   { name: '0023-console-access', class: ConsoleAccess },
   { name: '0024-webhook-last-success', class: WebhookLastSuccess },
 ];
+
+/** Every migration, in order; those that seal stored secrets do it with `secrets` (platform/db/orm.ts, `secrets`). */
+export function migrationsFor(secrets: SecretBox | undefined): MigrationObject[] {
+  return [...schemaOnly, { name: SEALED_SECRETS, class: sealedSecrets(secrets) }];
+}
+
+/** The list without a key: its names and order (`catalog doctor`), and a new database's schema. */
+export const migrations: MigrationObject[] = migrationsFor(undefined);
