@@ -96,3 +96,14 @@ test("compose.yaml's development key is the one the service warns of", () => {
   assert.ok(fallback, 'compose.yaml gives SECRETS_KEY a development default');
   assert.equal(secretKey(Buffer.from(fallback, 'base64')).id, PUBLISHED_DEVELOPMENT_KEY_ID);
 });
+
+test('a value opened before opens again from memory, and a changed copy of it still fails', () => {
+  const box = createSecretBox({ current: secretKey(randomBytes(32)) });
+  const context = columnContext('webhooks', 'secret', '0192f600-3c4d-7e5f-9a6b-7c8d9e0f1a2b');
+  const sealed = box.seal('whsec_same', context);
+  assert.equal(box.open(sealed, context), 'whsec_same');
+  assert.equal(box.open(sealed, context), 'whsec_same');
+  const changed = `${sealed.slice(0, -2)}${sealed.endsWith('A') ? 'B' : 'A'}${sealed.at(-1)}`;
+  assert.throws(() => box.open(changed, context), SecretKeyError);
+  assert.throws(() => box.open(sealed, columnContext('webhooks', 'secret', '0192f600-3c4d-7e5f-9a6b-7c8d9e0f1a2c')), SecretKeyError);
+});
