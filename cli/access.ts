@@ -1,6 +1,7 @@
 // `catalog catalogs …` and `catalog keys …`: the operator's commands for tenants and keys.
 import { parseArgs } from 'node:util';
-import { createApiKey, listApiKeys, revokeApiKey, SCOPES, TIERS } from '../domain/access/key-store.ts';
+import { createApiKey, limitApiKey, listApiKeys, revokeApiKey, SCOPES, TIERS } from '../domain/access/key-store.ts';
+import type { ApiKey } from '../platform/db/entities/catalogs.ts';
 import { createCatalog, findCatalog } from '../domain/access/catalogs.ts';
 import type { Config } from '../platform/config/config.ts';
 import { openDatabase } from '../platform/db/orm.ts';
@@ -16,7 +17,31 @@ function required(values: Record<string, unknown>, name: string): string {
   return value;
 }
 
-const ACTIONS = { catalogs: ['create'], keys: ['create', 'list', 'revoke'] } as const;
+const ACTIONS = { catalogs: ['create'], keys: ['create', 'list', 'update', 'revoke'] } as const;
+
+const UNITS = { m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
+
+/** `--expires-at ISO` or `--expires-in 90d|12h|30m`: when the key stops working; undefined without either. */
+function expiryOf(values: { 'expires-at'?: string | undefined; 'expires-in'?: string | undefined }): Date | undefined {
+  const at = values['expires-at'];
+  const within = values['expires-in'];
+  if (at !== undefined && within !== undefined) throw new UsageError('give --expires-at or --expires-in, not both');
+  if (at !== undefined) {
+    const when = new Date(at);
+    if (!/^\d{4}-\d{2}-\d{2}T/.test(at) || Number.isNaN(when.getTime())) throw new UsageError(`--expires-at must be an ISO 8601 instant (2027-03-01T00:00:00Z), got "${at}"`);
+    return when;
+  }
+  if (within === undefined) return undefined;
+  const match = /^([1-9]\d{0,5})([mhd])$/.exec(within);
+  if (!match) throw new UsageError(`--expires-in must be a count of minutes, hours or days (30m, 12h, 90d), got "${within}"`);
+  return new Date(Date.now() + Number(match[1]) * UNITS[match[2] as keyof typeof UNITS]);
+}
+
+const rangesOf = (allow: string): string[] => allow.split(',').map((cidr) => cidr.trim()).filter((cidr) => cidr !== '');
+
+/** What a key's limits say in one line: `, expires …, from …`. */
+const limitsOf = (key: ApiKey): string => `${key.expiresAt ? `, expires ${key.expiresAt.toISOString()}` : ''}`
+  + `${key.allowedCidrs ? `, only from ${key.allowedCidrs.join(',')}` : ''}`;
 
 export async function runAccessCommand(config: Config, group: 'catalogs' | 'keys', args: string[]): Promise<number> {
   const [action, ...rest] = args;
@@ -43,7 +68,7 @@ export async function runAccessCommand(config: Config, group: 'catalogs' | 'keys
         args: rest,
         options: {
           catalog: { type: 'string' }, scopes: { type: 'string' }, tier: { type: 'string', default: 'free' },
-          'rate-limit': { type: 'string' },
+          'rate-limit': { type: 'string' }, allow: { type: 'string' }, 'expires-at': { type: 'string' }, 'expires-in': { type: 'string' },
         },
         strict: true,
       });
@@ -54,9 +79,11 @@ export async function runAccessCommand(config: Config, group: 'catalogs' | 'keys
         tier: values.tier ?? 'free',
         environment: config.environment,
         ...(values['rate-limit'] === undefined ? {} : { rateLimitPerMinute: Number(values['rate-limit']) }),
+        expiresAt: expiryOf(values) ?? null,
+        allowedCidrs: values.allow === undefined ? null : rangesOf(values.allow),
       });
       const limit = issued.record.rateLimitPerMinute ? `, ${issued.record.rateLimitPerMinute} requests/minute` : '';
-      out(`Created key ${issued.record.id} for catalog "${catalog.name}" (scopes ${issued.record.scopes.join(',')}, tier ${issued.record.tier}${limit}).`);
+      out(`Created key ${issued.record.id} for catalog "${catalog.name}" (scopes ${issued.record.scopes.join(',')}, tier ${issued.record.tier}${limit}${limitsOf(issued.record)}).`);
       out('Store it now: it is shown only once.');
       out(issued.key);
       return 0;
@@ -65,12 +92,35 @@ export async function runAccessCommand(config: Config, group: 'catalogs' | 'keys
       const { values } = parseArgs({ args: rest, options: { catalog: { type: 'string' } }, strict: true });
       const catalog = await findCatalog(em, required(values, 'catalog'));
       const keys = await listApiKeys(em, catalog.id);
-      // KIND and EXPIRES come last, so the columns scripts read before keep their places.
-      out(['ID', 'PREFIX', 'TIER', 'SCOPES', 'CREATED', 'REVOKED', 'KIND', 'EXPIRES'].join('\t'));
+      // New columns come last, so the columns scripts read before keep their places.
+      out(['ID', 'PREFIX', 'TIER', 'SCOPES', 'CREATED', 'REVOKED', 'KIND', 'EXPIRES', 'LAST USED', 'ALLOWED'].join('\t'));
       for (const key of keys) {
         out([key.id, `${key.keyPrefix}…`, key.tier, key.scopes.join(','), key.createdAt.toISOString(),
-          key.revokedAt?.toISOString() ?? '-', key.kind, key.expiresAt?.toISOString() ?? '-'].join('\t'));
+          key.revokedAt?.toISOString() ?? '-', key.kind, key.expiresAt?.toISOString() ?? '-',
+          key.lastUsedAt?.toISOString() ?? '-', key.allowedCidrs?.join(',') ?? 'any'].join('\t'));
       }
+      return 0;
+    }
+    if (group === 'keys' && action === 'update') {
+      const { values, positionals } = parseArgs({
+        args: rest,
+        options: {
+          allow: { type: 'string' }, 'allow-any': { type: 'boolean' }, 'expires-at': { type: 'string' }, 'expires-in': { type: 'string' },
+          'no-expiry': { type: 'boolean' },
+        },
+        allowPositionals: true,
+        strict: true,
+      });
+      if (positionals.length !== 1) throw new UsageError('keys update takes exactly one KEY_ID', group);
+      if (values.allow !== undefined && values['allow-any']) throw new UsageError('give --allow or --allow-any, not both', group);
+      const expiry = expiryOf(values);
+      if (expiry !== undefined && values['no-expiry']) throw new UsageError('give --expires-at, --expires-in or --no-expiry, not two', group);
+      const allowedCidrs = values['allow-any'] ? null : values.allow === undefined ? undefined : rangesOf(values.allow);
+      const expiresAt = values['no-expiry'] ? null : expiry;
+      if (allowedCidrs === undefined && expiresAt === undefined) throw new UsageError('keys update needs --allow, --allow-any, --expires-at, --expires-in or --no-expiry', group);
+      const key = await limitApiKey(em, positionals[0]!, { allowedCidrs, expiresAt });
+      const limits = limitsOf(key);
+      out(`Updated key ${key.id} (${key.keyPrefix}…): ${limits === '' ? 'no expiry, any address' : limits.slice(2)}.`);
       return 0;
     }
     if (group === 'keys' && action === 'revoke') {

@@ -14,9 +14,13 @@ const COMMANDS: Record<string, string> = {
                                           create a catalog; prints its id on the last line
 `,
   keys: `  keys create --catalog NAME_OR_ID --scopes a,b --tier free|pro|enterprise [--rate-limit N]
+              [--allow CIDR,CIDR] [--expires-at ISO | --expires-in 90d]
                                           issue an API key; prints the key alone on the last line
-                                          (--rate-limit: requests per minute instead of the tier's)
+                                          (--rate-limit: requests per minute instead of the tier's;
+                                          --allow: the only client addresses it may be used from)
   keys list --catalog NAME_OR_ID          list a catalog's keys (never the keys themselves)
+  keys update KEY_ID [--allow CIDR,CIDR | --allow-any] [--expires-at ISO | --expires-in 90d | --no-expiry]
+                                          change a key's address ranges or expiry
   keys revoke KEY_ID                      revoke a key at once
 `,
   console: `  console --catalog NAME_OR_ID [--scopes a,b | --read-only] [--redeem-minutes N] [--session-minutes N] [--label TEXT]

@@ -668,6 +668,7 @@ export type Access = {
     /** Who or what it is for, as its issuer wrote it. */
     label: string | null;
 };
+export type Cidr = string;
 export type ApiKey = {
     id: string;
     /** The key's first 13 characters, to tell keys apart (`cat_live_3kTM`). */
@@ -681,6 +682,15 @@ export type ApiKey = {
     /** When the key stops working; `null`: never. */
     expiresAt: string | null;
     revokedAt: string | null;
+    /** When the key last authenticated a request, to the minute: it is recorded at most
+    once a minute per key. `null`: never used.
+     */
+    lastUsedAt: string | null;
+    /** The client addresses the key may be used from; a request from any other is a 403
+    `forbidden`. `null`: any address. Behind a load balancer the client address is the
+    one `TRUST_PROXY_HOPS` picks from `X-Forwarded-For` (docs/rest-api.md, "Keys with limits").
+     */
+    allowedCidrs: Cidr[] | null;
 };
 export type ApiKeyList = {
     keys: ApiKey[];
@@ -694,10 +704,18 @@ export type CreateApiKeyRequest = {
     label?: string;
     /** When the key stops working (in the future); without it, never. */
     expiresAt?: string;
+    /** The client addresses the key may be used from; without it, any. */
+    allowedCidrs?: Cidr[];
 };
 export type ApiKeyCreated = ApiKey & {
     /** The key; store it now, it is never shown again. */
     key: string;
+};
+export type UpdateApiKeyRequest = {
+    /** The client addresses the key may be used from; `null`: any. */
+    allowedCidrs?: Cidr[] | null;
+    /** When the key stops working, in the future; `null`: never. */
+    expiresAt?: string | null;
 };
 export type RedeemConsoleLinkRequest = {
     /** The link's token, the `link=` value of its URL's fragment (`cl_…`). */
@@ -812,6 +830,9 @@ export function getOpenApi(opts?: Oazapfts.RequestOpts) {
         status: 401;
         data: ErrorResponse;
     } | {
+        status: 403;
+        data: ErrorResponse;
+    } | {
         status: 429;
         data: ErrorResponse;
     } | {
@@ -845,6 +866,9 @@ export function getAsyncApi(opts?: Oazapfts.RequestOpts) {
         data: ErrorResponse;
     } | {
         status: 401;
+        data: ErrorResponse;
+    } | {
+        status: 403;
         data: ErrorResponse;
     } | {
         status: 429;
@@ -2227,6 +2251,9 @@ export function getAccess(opts?: Oazapfts.RequestOpts) {
         status: 401;
         data: ErrorResponse;
     } | {
+        status: 403;
+        data: ErrorResponse;
+    } | {
         status: 429;
         data: ErrorResponse;
     } | {
@@ -2354,6 +2381,49 @@ export function revokeKey(keyId: string, opts?: Oazapfts.RequestOpts) {
     });
 }
 /**
+ * Change an API key's limits
+ */
+export function updateKey(keyId: string, updateApiKeyRequest: UpdateApiKeyRequest, opts?: Oazapfts.RequestOpts) {
+    return oazapfts.fetchJson<{
+        status: 200;
+        data: {
+            success: SuccessFlag;
+            data: ApiKey;
+        };
+    } | {
+        status: 400;
+        data: ErrorResponse;
+    } | {
+        status: 401;
+        data: ErrorResponse;
+    } | {
+        status: 403;
+        data: ErrorResponse;
+    } | {
+        status: 404;
+        data: ErrorResponse;
+    } | {
+        status: 413;
+        data: ErrorResponse;
+    } | {
+        status: 415;
+        data: ErrorResponse;
+    } | {
+        status: 429;
+        data: ErrorResponse;
+    } | {
+        status: 500;
+        data: ErrorResponse;
+    } | {
+        status: 503;
+        data: ErrorResponse;
+    }>(`/keys/${encodeURIComponent(keyId)}`, oazapfts.json({
+        ...opts,
+        method: "PATCH",
+        body: updateApiKeyRequest
+    }));
+}
+/**
  * Redeem a console link for a session
  */
 export function redeemConsoleLink(redeemConsoleLinkRequest: RedeemConsoleLinkRequest, opts?: Oazapfts.RequestOpts) {
@@ -2368,6 +2438,9 @@ export function redeemConsoleLink(redeemConsoleLinkRequest: RedeemConsoleLinkReq
         data: ErrorResponse;
     } | {
         status: 401;
+        data: ErrorResponse;
+    } | {
+        status: 403;
         data: ErrorResponse;
     } | {
         status: 413;

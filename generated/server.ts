@@ -1057,7 +1057,8 @@ export interface paths {
          * Issue an API key for the catalog
          * @description Issues a key of the caller's catalog, with the caller's tier and rate limit. Its `scopes`
          *     must be among the caller's own: a key never grants more than the credential that made
-         *     it, and `admin` is never granted here (403 `forbidden` naming the scopes refused). The
+         *     it, and `admin` is never granted here (403 `forbidden` naming the scopes refused).
+         *     `allowedCidrs` fences the key to client addresses (see `ApiKey`); `expiresAt` ends it. The
          *     key is in the answer, **shown only here**; only its SHA-256 is stored. Not idempotent,
          *     and it takes no `Idempotency-Key`: a replayed answer would have to keep the key. Requires
          *     scope `keys:manage`.
@@ -1094,7 +1095,15 @@ export interface paths {
         delete: operations["revokeKey"];
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Change an API key's limits
+         * @description Sets or clears the limits of one of the catalog's keys: `allowedCidrs` (the client
+         *     addresses it may be used from; `null`: any) and `expiresAt` (`null`: never; a past
+         *     instant is a 400). A field left out stays as it is. The change holds from the key's next
+         *     request. Another catalog's key, or a console session, is a 404. Requires scope
+         *     `keys:manage`.
+         */
+        patch: operations["updateKey"];
         trace?: never;
     };
     "/console-sessions": {
@@ -3732,6 +3741,7 @@ export interface components {
          *       "description": null,
          *       "status": "active",
          *       "consecutiveFailures": 0,
+         *       "lastSuccessAt": null,
          *       "disabledAt": null,
          *       "createdAt": "2026-11-21T12:00:00.000Z",
          *       "updatedAt": "2026-11-21T12:00:00.000Z",
@@ -3754,6 +3764,7 @@ export interface components {
          *         "description": null,
          *         "status": "active",
          *         "consecutiveFailures": 0,
+         *         "lastSuccessAt": null,
          *         "disabledAt": null,
          *         "createdAt": "2026-11-21T12:00:00.000Z",
          *         "updatedAt": "2026-11-21T12:00:00.000Z"
@@ -3776,6 +3787,7 @@ export interface components {
          *           "description": null,
          *           "status": "active",
          *           "consecutiveFailures": 0,
+         *           "lastSuccessAt": null,
          *           "disabledAt": null,
          *           "createdAt": "2026-11-21T12:00:00.000Z",
          *           "updatedAt": "2026-11-21T12:00:00.000Z"
@@ -4214,7 +4226,11 @@ export interface components {
          *       "label": "storefront reader",
          *       "createdAt": "2026-11-21T12:00:00.000Z",
          *       "expiresAt": null,
-         *       "revokedAt": null
+         *       "revokedAt": null,
+         *       "lastUsedAt": "2026-11-21T12:03:00.000Z",
+         *       "allowedCidrs": [
+         *         "203.0.113.0/24"
+         *       ]
          *     }
          */
         ApiKey: {
@@ -4237,6 +4253,18 @@ export interface components {
             expiresAt: string | null;
             /** Format: date-time */
             revokedAt: string | null;
+            /**
+             * Format: date-time
+             * @description When the key last authenticated a request, to the minute: it is recorded at most
+             *     once a minute per key. `null`: never used.
+             */
+            lastUsedAt: string | null;
+            /**
+             * @description The client addresses the key may be used from; a request from any other is a 403
+             *     `forbidden`. `null`: any address. Behind a load balancer the client address is the
+             *     one `TRUST_PROXY_HOPS` picks from `X-Forwarded-For` (docs/rest-api.md, "Keys with limits").
+             */
+            allowedCidrs: components["schemas"]["Cidr"][] | null;
         };
         /**
          * @description The new key's record and the key itself (shown only here).
@@ -4252,6 +4280,10 @@ export interface components {
          *       "createdAt": "2026-11-21T12:00:00.000Z",
          *       "expiresAt": null,
          *       "revokedAt": null,
+         *       "lastUsedAt": "2026-11-21T12:03:00.000Z",
+         *       "allowedCidrs": [
+         *         "203.0.113.0/24"
+         *       ],
          *       "key": "cat_live_3kTMd8vQ2xYb7NcR5pLw9HfJ1sGe4UaZ"
          *     }
          */
@@ -4274,7 +4306,24 @@ export interface components {
              * @description When the key stops working (in the future); without it, never.
              */
             expiresAt?: string;
+            /** @description The client addresses the key may be used from; without it, any. */
+            allowedCidrs?: components["schemas"]["Cidr"][];
         };
+        UpdateApiKeyRequest: {
+            /** @description The client addresses the key may be used from; `null`: any. */
+            allowedCidrs?: components["schemas"]["Cidr"][] | null;
+            /**
+             * Format: date-time
+             * @description When the key stops working, in the future; `null`: never.
+             */
+            expiresAt?: string | null;
+        };
+        /**
+         * @description An IPv4 or IPv6 address range in CIDR form (`203.0.113.0/24`, `2001:db8::/32`); a bare
+         *     address is one address (`/32`, `/128`). A range with bits set right of its prefix is a 400.
+         * @example 203.0.113.0/24
+         */
+        Cidr: string;
         CreateConsoleLinkRequest: {
             /** @description The catalog's name or id. */
             catalog: string;
@@ -5230,7 +5279,7 @@ export interface components {
                 "application/json": components["schemas"]["ErrorResponse"];
             };
         };
-        /** @description `unauthorized`: the API key is missing, invalid, expired or revoked. */
+        /** @description `unauthorized`: the API key is missing, invalid, expired (the message names when) or revoked. */
         Unauthorized: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5254,7 +5303,7 @@ export interface components {
                 "application/json": components["schemas"]["ErrorResponse"];
             };
         };
-        /** @description `forbidden`: the API key lacks the scope the operation needs (see `x-scope`). */
+        /** @description `forbidden`: the API key lacks the scope the operation needs (see `x-scope`), or may not be used from the caller's address (its `allowedCidrs`). */
         Forbidden: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5731,6 +5780,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -5782,6 +5832,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -7219,6 +7270,7 @@ export interface operations {
                      *             "ownerEmail": null,
                      *             "status": "disabled",
                      *             "consecutiveFailures": 20,
+                     *             "lastSuccessAt": "2026-11-20T09:12:00.000Z",
                      *             "disabledAt": "2026-11-21T18:04:12.331Z",
                      *             "createdAt": "2026-11-21T12:00:00.000Z",
                      *             "updatedAt": "2026-11-21T18:04:12.331Z"
@@ -7306,6 +7358,7 @@ export interface operations {
                      *         "ownerEmail": "ops@merchant.example",
                      *         "status": "active",
                      *         "consecutiveFailures": 0,
+                     *         "lastSuccessAt": null,
                      *         "disabledAt": null,
                      *         "createdAt": "2026-11-21T12:00:00.000Z",
                      *         "updatedAt": "2026-11-21T12:00:00.000Z",
@@ -7943,6 +7996,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -8082,6 +8136,62 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    updateKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The API key's id.
+                 * @example 0192f720-1a2b-7c3d-8e4f-5a6b7c8d9e0f
+                 */
+                keyId: components["parameters"]["KeyId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "allowedCidrs": [
+                 *         "203.0.113.0/24",
+                 *         "2001:db8::/32"
+                 *       ],
+                 *       "expiresAt": "2027-03-01T00:00:00.000Z"
+                 *     }
+                 */
+                "application/json": components["schemas"]["UpdateApiKeyRequest"];
+            };
+        };
+        responses: {
+            /** @description The key with its new limits. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Cache-Control": components["headers"]["Cache-Control-No-Store"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        success: components["schemas"]["SuccessFlag"];
+                        data: components["schemas"]["ApiKey"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     redeemConsoleLink: {
         parameters: {
             query?: never;
@@ -8135,6 +8245,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
+            403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
@@ -9872,6 +9983,7 @@ export type PathOperationId =
     | "listKeys"
     | "createKey"
     | "revokeKey"
+    | "updateKey"
     | "redeemConsoleLink"
     | "endConsoleSession"
     | "uploadImportFile"

@@ -26,6 +26,7 @@ import { createKey } from './keys/create-key.ts';
 import { getAccess } from './keys/get-access.ts';
 import { listKeys } from './keys/list-keys.ts';
 import { revokeKey } from './keys/revoke-key.ts';
+import { updateKey } from './keys/update-key.ts';
 import { bulkUpsertItems } from './items/bulk-upsert-items.ts';
 import { deleteItem } from './items/delete-item.ts';
 import { exportItems } from './items/export-items.ts';
@@ -103,6 +104,7 @@ export const handlers: Handlers = Object.freeze({
   listKeys,
   createKey,
   revokeKey,
+  updateKey,
   // console
   redeemConsoleLink,
   endConsoleSession,

@@ -6,14 +6,16 @@ import { prepared, query, sql } from '../../platform/db/sql.ts';
 import type { Db } from '../../platform/db/sql.ts';
 import { groupCommit } from '../../platform/group-commit.ts';
 import { countStatement, rateLimitStates } from '../../platform/http/rate-limit.ts';
-import type { CounterRow, RateLimitState } from '../../platform/http/rate-limit.ts';
-import type { Auth } from '../../platform/http/types.ts';
+import type { CounterRow } from '../../platform/http/rate-limit.ts';
+import { canonicalCidr } from '../../platform/http/client-address.ts';
+import type { Auth, KeyLookup } from '../../platform/http/types.ts';
 import { ApiKey } from '../../platform/db/entities/catalogs.ts';
 import { KEY_PREFIXES } from '../../platform/config/config.ts';
 import type { Environment } from '../../platform/config/config.ts';
 import { isId, newId } from '../../platform/ids.ts';
 import { notFound, validationError } from '../../platform/errors.ts';
 import { decodeCursor, encodeCursor, keysetPage } from '../pagination.ts';
+import { isoTime } from '../items/view.ts';
 
 // `admin` is the operator's: its routes act on every catalog (the parked outbox records, console links).
 export const SCOPES = ['catalog:read', 'catalog:write', 'bulk_import:manage', 'webhooks:manage', 'stock:write', 'keys:manage', 'admin'] as const;
@@ -55,8 +57,25 @@ export function keyView(record: ApiKey): ApiKeyView {
     createdAt: record.createdAt.toISOString(),
     expiresAt: record.expiresAt?.toISOString() ?? null,
     revokedAt: record.revokedAt?.toISOString() ?? null,
+    lastUsedAt: record.lastUsedAt?.toISOString() ?? null,
+    allowedCidrs: record.allowedCidrs ? [...record.allowedCidrs] : null,
   };
 }
+
+// The contract's bound, kept for the operator's CLI too: a key's ranges are matched on each request.
+const MAX_CIDRS = 50;
+
+/** The ranges in canonical form; the ones that are not ranges are named by their place (`allowedCidrs.2`). */
+function checkedCidrs(cidrs: readonly string[], details: { path: string; message: string }[]): string[] {
+  if (cidrs.length === 0 || cidrs.length > MAX_CIDRS) details.push({ path: 'allowedCidrs', message: `must list 1 to ${MAX_CIDRS} address ranges` });
+  return cidrs.map((cidr, i) => {
+    const canonical = canonicalCidr(cidr);
+    if (canonical === undefined) details.push({ path: `allowedCidrs.${i}`, message: `"${cidr}" is not an IPv4 or IPv6 range such as 203.0.113.0/24 (no bits set right of the prefix)` });
+    return canonical ?? cidr;
+  });
+}
+
+const inThePast = (expiresAt: Date | null | undefined): boolean => !!expiresAt && expiresAt.getTime() <= Date.now();
 
 export interface IssuedKey {
   key: string;
@@ -67,7 +86,7 @@ export async function createApiKey(
   em: EntityManager,
   input: {
     catalogId: string; scopes: string[]; tier: string; rateLimitPerMinute?: number | null; environment?: Environment;
-    label?: string | null; expiresAt?: Date | null;
+    label?: string | null; expiresAt?: Date | null; allowedCidrs?: readonly string[] | null;
   },
 ): Promise<IssuedKey> {
   const scopes = [...new Set(input.scopes.map((s) => s.trim()).filter((s) => s !== ''))];
@@ -78,7 +97,8 @@ export async function createApiKey(
   if (!(TIERS as readonly string[]).includes(input.tier)) details.push({ path: 'tier', message: `must be one of ${TIERS.join(', ')}` });
   const limit = input.rateLimitPerMinute;
   if (limit !== undefined && limit !== null && (!Number.isInteger(limit) || limit < 1)) details.push({ path: 'rate-limit', message: 'must be a positive whole number of requests per minute' });
-  if (input.expiresAt && input.expiresAt.getTime() <= Date.now()) details.push({ path: 'expiresAt', message: 'must be in the future' });
+  if (inThePast(input.expiresAt)) details.push({ path: 'expiresAt', message: 'must be in the future' });
+  const allowedCidrs = input.allowedCidrs ? checkedCidrs(input.allowedCidrs, details) : null;
   if (details.length > 0) throw validationError(details);
   const key = newKeyToken(input.environment);
   const record = em.create(ApiKey, {
@@ -93,6 +113,7 @@ export async function createApiKey(
     kind: 'key',
     expiresAt: input.expiresAt ?? null,
     label: input.label ?? null,
+    allowedCidrs,
   });
   await em.flush();
   return { key, record };
@@ -133,51 +154,79 @@ export async function revokeApiKey(em: EntityManager, keyId: string, within: { c
   return record;
 }
 
+/** Limits a key (the operator's, or through the API within one catalog): a field left undefined stays; null clears it. */
+export async function limitApiKey(
+  em: EntityManager,
+  keyId: string,
+  limits: { allowedCidrs?: readonly string[] | null; expiresAt?: Date | null },
+  within: { catalogId?: string; kind?: 'key' | 'console' } = {},
+): Promise<ApiKey> {
+  const record = await findApiKey(em, keyId, within);
+  const details: { path: string; message: string }[] = [];
+  if (inThePast(limits.expiresAt)) details.push({ path: 'expiresAt', message: 'must be in the future' });
+  const allowedCidrs = limits.allowedCidrs ? checkedCidrs(limits.allowedCidrs, details) : limits.allowedCidrs;
+  if (details.length > 0) throw validationError(details);
+  if (allowedCidrs !== undefined) record.allowedCidrs = allowedCidrs;
+  if (limits.expiresAt !== undefined) record.expiresAt = limits.expiresAt;
+  await em.flush();
+  return record;
+}
+
 interface AuthRow extends Partial<CounterRow> {
   key_id: string;
   catalog_id: string;
   scopes: string[];
   tier: string;
   revoked: boolean;
+  expires_at: string | null;
+  expired: boolean;
+  allowed_cidrs: string[] | null;
   rate_limit: number;
-}
-
-/** A known, unrevoked key's identity and the counted request's place in its budget. */
-export interface CountedKey {
-  readonly auth: Auth;
-  readonly rateLimit: RateLimitState;
 }
 
 // The key and its counted requests in one round trip: the key's row, then the count of the
 // requests against its limit (the tier's requests per minute from the spec's table, unless the
 // operator set one). A revoked or expired key is not counted; an unknown one returns no row.
+// `used` records the key's use at most once a minute, so a busy key does not rewrite its row per
+// request; SKIP LOCKED leaves the row to whoever holds it (another instance's touch, an update of
+// the key), so no request ever waits on it and a skipped touch is made by a later request.
 function authenticateStatement(keyHash: string, now: number, requests: number) {
-  const hit = countStatement(sql`'key:' || k.id`, sql`(SELECT rate_limit FROM k)`, sql`FROM k WHERE NOT k.revoked`, { now, requests });
+  const hit = countStatement(sql`'key:' || k.id`, sql`(SELECT rate_limit FROM k)`, sql`FROM k WHERE NOT k.revoked AND NOT k.expired`, { now, requests });
   return prepared(sql`
     WITH k AS (
-      SELECT a.id, a.catalog_id, a.scopes, a.tier, (a.revoked_at IS NOT NULL OR a.expires_at IS NOT NULL AND a.expires_at <= now()) AS revoked,
+      SELECT a.id, a.catalog_id, a.scopes, a.tier, a.revoked_at IS NOT NULL AS revoked, ${sql.raw(isoTime('a.expires_at'))} AS expires_at,
+        coalesce(a.expires_at <= now(), false) AS expired, a.allowed_cidrs,
         coalesce(a.rate_limit_per_minute,
           CASE a.tier WHEN 'enterprise' THEN 10000 WHEN 'pro' THEN 1000 ELSE 100 END) AS rate_limit
       FROM api_keys a WHERE a.key_hash = ${keyHash}
-    ), hit AS (${hit})
-    SELECT k.id AS key_id, k.catalog_id, k.scopes, k.tier, k.revoked, k.rate_limit, hit.count, hit.prev_count, hit.admitted
+    ), hit AS (${hit}), used AS (
+      UPDATE api_keys SET last_used_at = now()
+      WHERE id = (SELECT a.id FROM api_keys a
+        WHERE a.id = (SELECT k.id FROM k WHERE NOT k.revoked AND NOT k.expired)
+          AND (a.last_used_at IS NULL OR a.last_used_at < now() - interval '1 minute')
+        FOR UPDATE SKIP LOCKED)
+    )
+    SELECT k.id AS key_id, k.catalog_id, k.scopes, k.tier, k.revoked, k.expires_at, k.expired, k.allowed_cidrs, k.rate_limit,
+      hit.count, hit.prev_count, hit.admitted
     FROM k LEFT JOIN hit ON true`);
 }
 
 /**
  * Returns `countKey(token)`: looks the key up and counts one request of it; undefined for an
- * unknown, revoked or expired key. A key's requests that arrive while its statement runs share the next
+ * unknown or revoked key, its expiry for an expired one. A key's requests that arrive while its statement runs share the next
  * one, admitted in arrival order (platform/group-commit.ts): under load they share round trips
  * and one turn at the counter row's lock, where a statement each would queue on that lock. The
  * budget and its exactness are the same.
  */
-export function keyCounter(db: Db): (token: string) => Promise<CountedKey | undefined> {
-  const count = groupCommit<null, CountedKey | undefined>(async (keyHash, group) => {
+export function keyCounter(db: Db): (token: string) => Promise<KeyLookup | undefined> {
+  const count = groupCommit<null, KeyLookup | undefined>(async (keyHash, group) => {
     const now = Date.now() / 1000;
     const [row] = await query<AuthRow>(db, 'access.authenticate_keys', authenticateStatement(keyHash, now, group.length));
     if (!row || row.revoked) return group.map(() => undefined);
+    if (row.expired) return group.map(() => ({ expiredAt: row.expires_at! }));
     const auth: Auth = { keyId: row.key_id, catalogId: row.catalog_id, scopes: row.scopes, tier: row.tier };
-    return rateLimitStates(row as AuthRow & CounterRow, row.rate_limit, now, group.length).map((rateLimit) => ({ auth, rateLimit }));
+    const allowedCidrs = row.allowed_cidrs;
+    return rateLimitStates(row as AuthRow & CounterRow, row.rate_limit, now, group.length).map((rateLimit) => ({ auth, rateLimit, allowedCidrs }));
   }, { name: 'key count' });
   return (token) => count(hashKey(token), null);
 }

@@ -1,11 +1,11 @@
-// What a credential may see and do with its own catalog's keys: describe itself, list, issue (never beyond its own scopes) and revoke.
+// What a credential may see and do with its own catalog's keys: describe itself, list, issue (never beyond its own scopes), limit and revoke.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Access, ApiKey as ApiKeyView, ApiKeyCreated, Scope } from '../../generated/client.ts';
 import type { Environment } from '../../platform/config/config.ts';
 import { ProductError } from '../../platform/errors.ts';
 import type { Auth } from '../../platform/http/types.ts';
 import { findCatalog } from './catalogs.ts';
-import { createApiKey, findApiKey, keyView, revokeApiKey } from './key-store.ts';
+import { createApiKey, findApiKey, keyView, limitApiKey, revokeApiKey } from './key-store.ts';
 
 /** The calling credential as `GET /access` shows it. */
 export async function accessOf(em: EntityManager, auth: Auth): Promise<Access> {
@@ -26,6 +26,12 @@ export interface KeyRequest {
   readonly scopes: readonly string[];
   readonly label?: string | undefined;
   readonly expiresAt?: string | undefined;
+  readonly allowedCidrs?: readonly string[] | undefined;
+}
+
+export interface KeyLimitsRequest {
+  readonly allowedCidrs?: readonly string[] | null | undefined;
+  readonly expiresAt?: string | null | undefined;
 }
 
 /**
@@ -47,6 +53,7 @@ export async function issueKey(em: EntityManager, caller: Auth, request: KeyRequ
     environment,
     label: request.label ?? null,
     expiresAt: request.expiresAt === undefined ? null : new Date(request.expiresAt),
+    allowedCidrs: request.allowedCidrs ?? null,
   });
   return { ...keyView(issued.record), key: issued.key };
 }
@@ -54,4 +61,10 @@ export async function issueKey(em: EntityManager, caller: Auth, request: KeyRequ
 /** Revokes one of the catalog's keys (the caller's own included); another catalog's, or a console session, is a 404. */
 export async function revokeCatalogKey(em: EntityManager, catalogId: string, keyId: string): Promise<ApiKeyView> {
   return keyView(await revokeApiKey(em, keyId, { catalogId, kind: 'key' }));
+}
+
+/** Sets or clears one of the catalog's keys' address ranges and expiry; another catalog's key, or a console session, is a 404. */
+export async function limitCatalogKey(em: EntityManager, catalogId: string, keyId: string, request: KeyLimitsRequest): Promise<ApiKeyView> {
+  const expiresAt = request.expiresAt === undefined || request.expiresAt === null ? request.expiresAt : new Date(request.expiresAt);
+  return keyView(await limitApiKey(em, keyId, { allowedCidrs: request.allowedCidrs, expiresAt }, { catalogId, kind: 'key' }));
 }

@@ -82,6 +82,8 @@ export interface Config {
   readonly corsAllowedOrigins: readonly string[];
   /** CONSOLE_FRAME_ANCESTORS: origins whose pages may embed the console in a frame; empty: none may. */
   readonly consoleFrameAncestors: readonly string[];
+  /** TRUST_PROXY_HOPS: proxies of the deployment's own in front; 0: X-Forwarded-For is ignored (platform/http/client-address.ts). */
+  readonly trustProxyHops: number;
   readonly smtpUrl: string | undefined;
   readonly mailFrom: string;
   readonly logLevel: string;
@@ -284,6 +286,7 @@ export function loadConfig(env: Env = process.env): Config {
     corsAllowedOrigins: originList(env, 'CORS_ALLOWED_ORIGINS', { anyOrigin: true }),
     // The merchant platform's dashboard origins that may frame the console (CSP frame-ancestors).
     consoleFrameAncestors: originList(env, 'CONSOLE_FRAME_ANCESTORS', { anyOrigin: false }),
+    trustProxyHops: int(env, 'TRUST_PROXY_HOPS', 0, 0, 10),
     smtpUrl: env.SMTP_URL || undefined,
     mailFrom: env.MAIL_FROM || 'Catalog Service <no-reply@catalog.localhost>',
     logLevel,

@@ -3,7 +3,8 @@ import type { IncomingMessage } from 'node:http';
 import { ProductError } from '../errors.ts';
 import { retryOnConnectionLoss } from '../db/connections.ts';
 import { authenticate, requireScope, unauthorized } from './auth.ts';
-import type { AuthOutcome } from './auth.ts';
+import { clientAddress } from './client-address.ts';
+import type { AuthOutcome, Refusal } from './auth.ts';
 import { DEFAULT_BODY_LIMIT, parseJsonBody, readBody } from './body.ts';
 import type { ContractOperation } from './contract.ts';
 import { RateLimitedError, httpError } from './errors.ts';
@@ -15,7 +16,7 @@ const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'tr
 // Bulk upserts carry up to 1,000 items of up to ~16 KB of metadata each (the contract's BulkUpsertRequest and ItemPayload).
 const BODY_LIMITS: Record<string, number> = { bulkUpsertItems: 32 * 1024 * 1024 };
 
-export type Caller = AuthOutcome & { refusal?: string };
+export type Caller = AuthOutcome & { refusal?: Refusal };
 
 /** The request as the router and the validator read it. */
 export interface ApiRequest {
@@ -44,13 +45,14 @@ class MethodNotAllowedError extends ProductError {
 /** Looks the key up and counts the request against its budget (or its address's, without a valid key). */
 export function identifyCaller(services: Services, req: IncomingMessage): Promise<Caller> {
   // A lost connection rolled the rate-limit count back with everything else: counting again is right.
-  return retryOnConnectionLoss(() => authenticate(services, req.headers.authorization, req.socket.remoteAddress ?? 'unknown'));
+  const address = clientAddress(req, services.config.trustProxyHops);
+  return retryOnConnectionLoss(() => authenticate(services, req.headers.authorization, address));
 }
 
-/** Refuses a caller over their budget (429) or with a key that is not valid here (401), in that order. */
+/** Refuses a caller over their budget (429), then one whose key is not valid here (401) or not from here (403). */
 export function admitCaller(caller: Caller): void {
   if (!caller.rateLimit.allowed) throw new RateLimitedError(caller.rateLimit.retryAfter);
-  if (caller.refusal) throw unauthorized(caller.refusal);
+  if (caller.refusal) throw httpError(caller.refusal.code, caller.refusal.message);
 }
 
 export function describeRequest(req: IncomingMessage, url: URL): ApiRequest {

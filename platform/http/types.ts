@@ -21,6 +21,11 @@ export interface Auth {
   tier: string;
 }
 
+/** A known key, counted, with the address ranges it is fenced to (`null`: any); or one past its expiry, not counted. */
+export type KeyLookup =
+  | { auth: Auth; rateLimit: RateLimitState; allowedCidrs: readonly string[] | null }
+  | { expiredAt: string };
+
 export interface Services {
   config: Config;
   logger: Logger;
@@ -34,7 +39,7 @@ export interface Services {
   contract: Contract;
   metrics: Metrics;
   /** Looks an API key up and counts one request against its budget; undefined when unknown or revoked. */
-  countKey: (token: string) => Promise<{ auth: Auth; rateLimit: RateLimitState } | undefined>;
+  countKey: (token: string) => Promise<KeyLookup | undefined>;
   /** Whether the Kafka cluster answers; used by /readyz. */
   kafkaReachable: () => Promise<boolean>;
   /** The dependency checks /readyz answers with, cached for a second (ops.ts). */

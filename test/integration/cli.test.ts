@@ -117,6 +117,43 @@ test('keys create --rate-limit sets a key\'s own requests per minute in place of
   assert.match(refused.stderr, /rate-limit/);
 });
 
+test('keys create --allow --expires-at fences and ends a key; keys update changes both; keys list shows them last', async () => {
+  await catalog('catalogs', 'create', '--name', 'Fence Shop', '--owner-email', 'ops@fence.example');
+  const expiry = new Date(Date.now() + 86_400_000).toISOString();
+  const created = await catalog('keys', 'create', '--catalog', 'Fence Shop', '--scopes', 'catalog:read', '--allow', '10.0.0.0/8, 2001:db8::/32', '--expires-at', expiry);
+  assert.equal(created.code, 0, created.stderr);
+  assert.match(created.stdout, new RegExp(`expires ${expiry}, only from 10\\.0\\.0\\.0/8,2001:db8::/32\\)`));
+  const key = lastLine(created.stdout);
+  const url = `${service.url}/api/v1/catalog/items`;
+  const fenced = await checkedFetch(url, { headers: { authorization: `Bearer ${key}` } });
+  assert.deepEqual([fenced.response.status, fenced.body.error.message], [403, 'This API key may not be used from 127.0.0.1.']);
+
+  const row = () => catalog('keys', 'list', '--catalog', 'Fence Shop').then((listed) => listed.stdout.trim().split('\n')[1]!.split('\t'));
+  const before = await row();
+  assert.equal(before.length, 10);
+  assert.deepEqual([before[6], before[7], before[9]], ['key', expiry, '10.0.0.0/8,2001:db8::/32']);
+  assert.notEqual(before[8], '-', 'the refused request still used the key');
+
+  const opened = await catalog('keys', 'update', before[0]!, '--allow', '127.0.0.1', '--no-expiry');
+  assert.equal(opened.code, 0, opened.stderr);
+  assert.match(opened.stdout, /only from 127\.0\.0\.1\/32\.$/m);
+  assert.equal((await checkedFetch(url, { headers: { authorization: `Bearer ${key}` } })).response.status, 200);
+  const anywhere = await catalog('keys', 'update', before[0]!, '--allow-any', '--expires-in', '90d');
+  assert.equal(anywhere.code, 0, anywhere.stderr);
+  const after = await row();
+  assert.equal(after[9], 'any');
+  assert.ok(Math.abs(new Date(after[7]!).getTime() - Date.now() - 90 * 86_400_000) < 60_000, after[7]);
+
+  const badRange = await catalog('keys', 'update', before[0]!, '--allow', '10.0.0.0/8,10.1.0.0/8');
+  assert.equal(badRange.code, 1);
+  assert.match(badRange.stderr, /allowedCidrs\.1/);
+  const nothing = await catalog('keys', 'update', before[0]!);
+  assert.equal(nothing.code, 2);
+  const past = await catalog('keys', 'update', before[0]!, '--expires-at', '2020-01-01T00:00:00Z');
+  assert.equal(past.code, 1);
+  assert.match(past.stderr, /expiresAt/);
+});
+
 test('console prints the link alone on its last line: the token in its fragment only, redeemable once', async () => {
   await catalog('catalogs', 'create', '--name', 'Console Shop', '--owner-email', 'ops@console.example');
   const result = await catalog('console', '--catalog', 'Console Shop', '--read-only', '--label', 'support ticket 4711');
@@ -188,12 +225,12 @@ test('--version, --help on every command, and a command group without its subcom
   assert.equal((await catalog('keys', 'create', '--help')).code, 0);
   const bare = await catalog('keys');
   assert.equal(bare.code, 2);
-  assert.match(bare.stderr, /^catalog: keys needs one of: create, list, revoke\./);
+  assert.match(bare.stderr, /^catalog: keys needs one of: create, list, update, revoke\./);
   assert.match(bare.stderr, /Usage: catalog keys/);
   assert.doesNotMatch(bare.stderr, /catalogs create|import FILE/, 'only the keys commands');
   const wrong = await catalog('keys', 'make');
   assert.equal(wrong.code, 2);
-  assert.match(wrong.stderr, /"keys make" is not a command; keys takes one of: create, list, revoke/);
+  assert.match(wrong.stderr, /"keys make" is not a command; keys takes one of: create, list, update, revoke/);
 });
 
 test('the operator commands refuse a DATABASE_URL whose database does not exist, instead of making an empty one', async () => {

@@ -12,7 +12,7 @@ import { API_PREFIX, loadContract } from '../../platform/http/contract.ts';
 import type { Auth, Services } from '../../platform/http/types.ts';
 
 const contract = await loadContract();
-const services = (extra: Partial<Services> = {}) => ({ contract, config: { environment: 'production' }, ...extra }) as Services;
+const services = (extra: Partial<Services> = {}) => ({ contract, config: { environment: 'production', trustProxyHops: 0 }, ...extra }) as Services;
 const allowed = { allowed: true, limit: 100, remaining: 99, resetAt: 0, retryAfter: 0 };
 const auth = (scopes: string[]): Auth => ({ keyId: 'k', catalogId: 'c', scopes, tier: 'free' });
 
@@ -41,7 +41,7 @@ test('identifyCaller counts the key once, and again after a lost connection roll
   const countKey = async (token: string) => {
     calls += 1;
     if (calls === 1) throw Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01' });
-    return { auth: { ...auth(['catalog:read']), keyId: token }, rateLimit: allowed };
+    return { auth: { ...auth(['catalog:read']), keyId: token }, rateLimit: allowed, allowedCidrs: null };
   };
   const caller = await identifyCaller(services({ countKey }), request('GET', '/', { authorization: 'Bearer cat_live_abc' }));
   assert.equal(caller.auth?.keyId, 'cat_live_abc');
@@ -49,11 +49,13 @@ test('identifyCaller counts the key once, and again after a lost connection roll
 });
 
 test('admitCaller refuses a spent budget before a bad key, and admits the rest', async () => {
-  const spent: Caller = { auth: undefined, rateLimit: { ...allowed, allowed: false, remaining: 0, retryAfter: 7 }, refusal: 'bad key' };
+  const spent: Caller = { auth: undefined, rateLimit: { ...allowed, allowed: false, remaining: 0, retryAfter: 7 }, refusal: { code: 'unauthorized', message: 'bad key' } };
   const limited = await refusal(() => admitCaller(spent));
   assert.equal(limited.code, 'too_many_requests');
   const refused = await refusal(() => admitCaller({ ...spent, rateLimit: allowed }));
   assert.deepEqual([refused.code, refused.message], ['unauthorized', 'bad key']);
+  const fenced = await refusal(() => admitCaller({ ...spent, rateLimit: allowed, refusal: { code: 'forbidden', message: 'not from here' } }));
+  assert.deepEqual([fenced.code, fenced.message], ['forbidden', 'not from here']);
   admitCaller({ auth: undefined, rateLimit: allowed });
 });
 

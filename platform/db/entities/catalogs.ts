@@ -32,6 +32,10 @@ export const ApiKey = defineEntity({
     kind: p.enum(['key', 'console'] as const).default('key'),
     expiresAt: p.datetime().nullable(),
     label: p.text().nullable(),
+    /** Set by the authentication statement, at most once a minute (domain/access/key-store.ts). */
+    lastUsedAt: p.datetime().nullable(),
+    /** Canonical CIDR ranges the key may be used from; null: any address. */
+    allowedCidrs: p.array().nullable(),
   },
 });
 export type ApiKey = InferEntity<typeof ApiKey>;

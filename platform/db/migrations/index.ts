@@ -25,6 +25,7 @@ import { CompactImportResults } from './0022-compact-import-results.ts';
 import { ConsoleAccess } from './0023-console-access.ts';
 import { WebhookLastSuccess } from './0024-webhook-last-success.ts';
 import { SEALED_SECRETS, sealedSecrets } from './0025-sealed-secrets.ts';
+import { KeyLimits } from './0026-key-limits.ts';
 
 const schemaOnly: MigrationObject[] = [
   { name: '0001-initial-schema', class: InitialSchema },
@@ -52,9 +53,14 @@ const schemaOnly: MigrationObject[] = [
   { name: '0024-webhook-last-success', class: WebhookLastSuccess },
 ];
 
+// Applied after the sealing migration, which every database from 0025 on has already run.
+const afterSealing: MigrationObject[] = [
+  { name: '0026-key-limits', class: KeyLimits },
+];
+
 /** Every migration, in order; those that seal stored secrets do it with `secrets` (platform/db/orm.ts, `secrets`). */
 export function migrationsFor(secrets: SecretBox | undefined): MigrationObject[] {
-  return [...schemaOnly, { name: SEALED_SECRETS, class: sealedSecrets(secrets) }];
+  return [...schemaOnly, { name: SEALED_SECRETS, class: sealedSecrets(secrets) }, ...afterSealing];
 }
 
 /** The list without a key: its names and order (`catalog doctor`), and a new database's schema. */
