@@ -58,7 +58,7 @@ export function KeysScreen() {
       <ErrorNotice error={keys.error ?? error} />
       <table>
         <caption class="visually-hidden">API keys</caption>
-        <thead><tr><th scope="col">Key</th><th scope="col">For</th><th scope="col">Scopes</th><th scope="col">Created</th><th scope="col">State</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead>
+        <thead><tr><th scope="col">Key</th><th scope="col">For</th><th scope="col">Scopes</th><th scope="col">Created</th><th scope="col">Last used</th><th scope="col">Allowed from</th><th scope="col">State</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead>
         <tbody>
           {(keys.data ?? []).map((key) => (
             <tr key={key.id}>
@@ -66,6 +66,8 @@ export function KeysScreen() {
               <td>{key.label ?? '—'}</td>
               <td>{key.scopes.join(', ')}</td>
               <td><When at={key.createdAt} /></td>
+              <td>{key.lastUsedAt ? <When at={key.lastUsedAt} /> : 'never'}</td>
+              <td>{key.allowedCidrs ? key.allowedCidrs.join(', ') : 'anywhere'}</td>
               <td>{key.revokedAt ? <StatusBadge status="revoked" /> : key.expiresAt && Date.parse(key.expiresAt) < Date.now() ? <StatusBadge status="expired" /> : <StatusBadge status="active" />}</td>
               <td>{!key.revokedAt && (
                 <ConfirmButton label={<>Revoke<span class="visually-hidden"> key {key.prefix}</span></>} confirm={`Revoke key ${key.prefix}…?`} onConfirm={() => void revoke(key.id)} />
