@@ -1,5 +1,5 @@
 // The statements of jobs that fetch their file from an address: creation, the source's secret headers (sealed at rest), its validators, and the unchanged end.
-import { columnContext } from '../../platform/crypto/secret-box.ts';
+import { columnContext, sealedKeyIdSql } from '../../platform/crypto/secret-box.ts';
 import type { SecretBox } from '../../platform/crypto/secret-box.ts';
 import { query } from '../../platform/db/sql.ts';
 import type { Db } from '../../platform/db/sql.ts';
@@ -67,9 +67,9 @@ export async function finishUnchanged(db: Db, jobId: string, validators: Validat
   });
 }
 
-/** How many jobs' headers are sealed with each key (`catalog secrets status`); the key id is the sealed text's second part. */
+/** How many jobs' headers are sealed with each key (`catalog secrets status`); the key id read by sealedKeyIdSql. */
 export async function sourceHeaderKeys(db: Db): Promise<Array<{ column: string; keyId: string; values: number }>> {
-  const rows = await query<{ key_id: string; n: string }>(db, 'imports.header_keys', `SELECT split_part(source_headers_sealed, '.', 2) AS key_id,
+  const rows = await query<{ key_id: string; n: string }>(db, 'imports.header_keys', `SELECT ${sealedKeyIdSql('source_headers_sealed')} AS key_id,
       count(*) AS n FROM import_jobs WHERE source_headers_sealed IS NOT NULL GROUP BY 1 ORDER BY 1`);
   return rows.map((r) => ({ column: 'import_jobs.source_headers_sealed', keyId: r.key_id, values: Number(r.n) }));
 }
@@ -82,7 +82,7 @@ export async function sourceHeaderKeys(db: Db): Promise<Array<{ column: string; 
 export async function resealSourceHeaders(db: Db, secrets: SecretBox, limit: number): Promise<number> {
   return db.transactional(async (tx) => {
     const rows = await query<{ id: string; sealed: string }>(tx, 'imports.headers_to_reseal', `SELECT id, source_headers_sealed AS sealed FROM import_jobs
-      WHERE source_headers_sealed IS NOT NULL AND split_part(source_headers_sealed, '.', 2) <> $1 LIMIT $2 FOR UPDATE`, [secrets.currentKeyId, limit]);
+      WHERE source_headers_sealed IS NOT NULL AND ${sealedKeyIdSql('source_headers_sealed')} <> $1 LIMIT $2 FOR UPDATE`, [secrets.currentKeyId, limit]);
     if (rows.length === 0) return 0;
     const resealed = rows.map((r) => secrets.seal(secrets.open(r.sealed, headersContext(r.id)), headersContext(r.id)));
     await query(tx, 'imports.reseal_headers', `UPDATE import_jobs j SET source_headers_sealed = v.sealed

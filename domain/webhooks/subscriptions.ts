@@ -1,6 +1,6 @@
 // The subscription store: every statement on webhooks (create, read, change, delete, rotate, disable, resume, notices, secrets re-sealed).
 import type { EventSubscription, Webhook as WebhookView, WebhookCreated, WebhookFilter } from '../../generated/client.ts';
-import { SecretKeyError } from '../../platform/crypto/secret-box.ts';
+import { SecretKeyError, sealedKeyIdSql } from '../../platform/crypto/secret-box.ts';
 import type { SecretBox } from '../../platform/crypto/secret-box.ts';
 import { Webhook } from '../../platform/db/entities/webhooks.ts';
 import { query } from '../../platform/db/sql.ts';
@@ -236,12 +236,12 @@ export async function markNoticeSent(tx: Db, webhookId: string): Promise<void> {
   await query(tx, 'UPDATE webhooks SET disabled_notice_sent_at = now() WHERE id = $1', [webhookId]);
 }
 
-/** How many webhook secrets each key seals (`catalog secrets status`); the key id is the sealed text's second part. */
+/** How many webhook secrets each key seals (`catalog secrets status`); the key id read by sealedKeyIdSql. */
 export async function webhookSecretKeys(db: Db): Promise<Array<{ column: string; keyId: string; values: number }>> {
   const rows = await query<{ col: string; key_id: string; n: string }>(db, 'webhooks.secret_keys',
-    `SELECT 'webhooks.secret' AS col, split_part(secret, '.', 2) AS key_id, count(*) AS n FROM webhooks GROUP BY 2
+    `SELECT 'webhooks.secret' AS col, ${sealedKeyIdSql('secret')} AS key_id, count(*) AS n FROM webhooks GROUP BY 2
      UNION ALL
-     SELECT 'webhooks.previous_secret', split_part(previous_secret, '.', 2), count(*) FROM webhooks WHERE previous_secret IS NOT NULL GROUP BY 2
+     SELECT 'webhooks.previous_secret', ${sealedKeyIdSql('previous_secret')}, count(*) FROM webhooks WHERE previous_secret IS NOT NULL GROUP BY 2
      ORDER BY 1, 2`);
   return rows.map((r) => ({ column: r.col, keyId: r.key_id, values: Number(r.n) }));
 }
@@ -256,7 +256,7 @@ export async function resealWebhookSecrets(db: Db, secrets: SecretBox, limit: nu
   return db.transactional(async (tx) => {
     const rows = await query<{ id: string; secret: string; previous_secret: string | null; previous_live: boolean }>(tx, 'webhooks.secrets_to_reseal',
       `SELECT id, secret, previous_secret, previous_secret_expires_at > now() AS previous_live FROM webhooks
-        WHERE split_part(secret, '.', 2) <> $1 OR split_part(previous_secret, '.', 2) <> $1
+        WHERE ${sealedKeyIdSql('secret')} <> $1 OR ${sealedKeyIdSql('previous_secret')} <> $1
         LIMIT $2 FOR UPDATE`, [secrets.currentKeyId, limit]);
     if (rows.length === 0) return 0;
     let changed = 0;

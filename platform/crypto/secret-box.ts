@@ -68,6 +68,9 @@ export function columnContext(table: string, column: string, rowId: string): str
   return `${table}.${column}:${rowId.toLowerCase()}`;
 }
 
+/** SQL for the key id of a sealed value stored in `column`, for statements that count or re-seal by key: the format stays this file's. */
+export const sealedKeyIdSql = (column: string): string => `split_part(${column}, '.', 2)`;
+
 const kindOf = (context: string) => context.split(':', 1)[0]!;
 
 /** A box that seals with `current` and opens with it and every `readable` key (old keys during a rotation). */

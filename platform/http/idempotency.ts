@@ -1,6 +1,6 @@
 // Idempotency-Key: a repeated non-idempotent POST returns the first answer instead of acting twice; the answer is kept sealed.
 import { createHash } from 'node:crypto';
-import { columnContext } from '../crypto/secret-box.ts';
+import { columnContext, sealedKeyIdSql } from '../crypto/secret-box.ts';
 import type { SecretBox } from '../crypto/secret-box.ts';
 import { query } from '../db/sql.ts';
 import type { Db } from '../db/sql.ts';
@@ -84,9 +84,9 @@ async function store(em: Db, ids: string[], status: number, body: string): Promi
   );
 }
 
-/** How many stored answers each key seals (`catalog secrets status`); the key id is the sealed text's second part. */
+/** How many stored answers each key seals (`catalog secrets status`); the key id read by sealedKeyIdSql. */
 export async function storedAnswerKeys(db: Db): Promise<Array<{ column: string; keyId: string; values: number }>> {
-  const rows = await query<{ key_id: string; n: string }>(db, 'idempotency.answer_keys', `SELECT split_part(response_body, '.', 2) AS key_id,
+  const rows = await query<{ key_id: string; n: string }>(db, 'idempotency.answer_keys', `SELECT ${sealedKeyIdSql('response_body')} AS key_id,
       count(*) AS n FROM idempotency_keys WHERE response_body IS NOT NULL GROUP BY 1 ORDER BY 1`);
   return rows.map((r) => ({ column: 'idempotency_keys.response_body', keyId: r.key_id, values: Number(r.n) }));
 }
@@ -96,7 +96,7 @@ export async function resealStoredAnswers(db: Db, secrets: SecretBox, limit: num
   return db.transactional(async (tx) => {
     const rows = await query<{ catalog_id: string; operation: string; idempotency_key: string; response_body: string }>(tx, 'idempotency.answers_to_reseal',
       `SELECT catalog_id, operation, idempotency_key, response_body FROM idempotency_keys
-        WHERE response_body IS NOT NULL AND split_part(response_body, '.', 2) <> $1 LIMIT $2 FOR UPDATE`, [secrets.currentKeyId, limit]);
+        WHERE response_body IS NOT NULL AND ${sealedKeyIdSql('response_body')} <> $1 LIMIT $2 FOR UPDATE`, [secrets.currentKeyId, limit]);
     if (rows.length === 0) return 0;
     const resealed = rows.map((r) => {
       const context = answerContext({ catalogId: r.catalog_id, operation: r.operation, key: r.idempotency_key });
