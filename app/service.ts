@@ -125,7 +125,7 @@ export async function startService(config: Config, logger: Logger = createLogger
       // The relay runs with the consumers: an api-only fleet leaves events safely in the outbox.
       const relay = createOutboxRelay({
         orm, databaseUrl: config.databaseUrl, kafka, logger, eventRetentionMs: config.eventRetentionDays * 24 * 3600_000,
-        itemVersionRetentionMs: config.itemVersionRetentionDays * 24 * 3600_000,
+        itemVersionRetentionMs: config.itemVersionRetentionDays * 24 * 3600_000, auditLogRetentionMs: config.auditLogRetentionDays * 24 * 3600_000,
       });
       await relay.start();
       closers.push(() => relay.stop());

@@ -14,6 +14,7 @@ import { freePort } from '../scripts/free-port.ts';
 import { CHROMIUM_ARGS, chromiumPath } from '../test/helpers/chromium.ts';
 import { dropBenchDatabase, freshBenchDatabase } from './database.ts';
 import { SERVICE_PROCESS_ENV } from './service-env.ts';
+import { cliActor } from '../platform/actor.ts';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const ADMIN_URL = process.env.DATABASE_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -48,8 +49,8 @@ async function main() {
   const { brokers } = await ensureKafka({ dataDir: resolve('.data') });
   const databaseUrl = await freshBenchDatabase(ADMIN_URL, DB_NAME);
   const orm = await openDatabase({ databaseUrl, logger: createLogger('warn', 2), poolSize: 2 });
-  const catalog = await createCatalog(orm.em.fork(), { name: 'bench-console', ownerEmail: 'bench@example.com' });
-  const { key } = await createApiKey(orm.em.fork(), { catalogId: catalog.id, scopes: ['catalog:read', 'catalog:write', 'admin'], tier: 'enterprise' });
+  const catalog = await createCatalog(orm.em.fork(), { name: 'bench-console', ownerEmail: 'bench@example.com' }, cliActor());
+  const { key } = await createApiKey(orm.em.fork(), { catalogId: catalog.id, scopes: ['catalog:read', 'catalog:write', 'admin'], tier: 'enterprise' }, cliActor());
   await orm.close();
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;

@@ -25,6 +25,7 @@ import { ensureKafka } from '../scripts/kafka.ts';
 import { budgetPerLine, cpuPerUnit, cpuSnapshot } from './cpu.ts';
 import { dropBenchDatabase, freshBenchDatabase } from './database.ts';
 import { benchLine } from './import-lines.ts';
+import { cliActor } from '../platform/actor.ts';
 
 const LINES = Number(process.env.BENCH_LINES ?? 100_000);
 // The spec's transaction size, as the consumer commits new lines.
@@ -46,7 +47,7 @@ const DB_NAME = 'catalog_bench_import_parts';
 // As the import's batches commit (RECORD_BATCH): no wait for the WAL flush.
 const databaseUrl = await freshBenchDatabase(adminUrl, DB_NAME, ['synchronous_commit = off']);
 const orm = await openDatabase({ databaseUrl, logger, poolSize: 2 });
-const catalog = await createCatalog(orm.em.fork(), { name: 'bench', ownerEmail: 'bench@merchant.example' });
+const catalog = await createCatalog(orm.em.fork(), { name: 'bench', ownerEmail: 'bench@merchant.example' }, cliActor());
 const kafka = await createKafkaClient(loadConfig({ ...process.env, KAFKA_BROKERS: brokers.join(','), LOG_LEVEL: 'warn' }), logger, { topicPrefix: prefix });
 await kafka.ensureTopics();
 const file = Buffer.from(Array.from({ length: LINES }, (_, i) => `${benchLine(i)}\n`).join(''));

@@ -14,6 +14,7 @@ import { createLogger } from '../platform/log/logger.ts';
 import { ensureKafka } from '../scripts/kafka.ts';
 import { cpuPerUnit, cpuSnapshot } from './cpu.ts';
 import { dropBenchDatabase, freshBenchDatabase } from './database.ts';
+import { cliActor } from '../platform/actor.ts';
 
 const DURATION = Number(process.env.BENCH_DURATION ?? 20);
 // The created mix in a new database, from its first item, in blocks: whether a new deployment's
@@ -165,10 +166,10 @@ async function main(): Promise<void> {
   const databaseUrl = await freshBenchDatabase(ADMIN_URL, DB_NAME);
   const orm = await openDatabase({ databaseUrl, logger, poolSize: 2 });
   const em = orm.em.fork();
-  const service = await createCatalog(em, { name: 'bench-service', ownerEmail: 'bench@example.com' });
-  const baseline = await createCatalog(em, { name: 'bench-baseline', ownerEmail: 'bench@example.com' });
+  const service = await createCatalog(em, { name: 'bench-service', ownerEmail: 'bench@example.com' }, cliActor());
+  const baseline = await createCatalog(em, { name: 'bench-baseline', ownerEmail: 'bench@example.com' }, cliActor());
   // The benchmark measures throughput, not the rate limit: a key with a limit it cannot reach.
-  const { key } = await createApiKey(em, { catalogId: service.id, scopes: ['catalog:write', 'catalog:read'], tier: 'enterprise', rateLimitPerMinute: 1_000_000_000 });
+  const { key } = await createApiKey(em, { catalogId: service.id, scopes: ['catalog:write', 'catalog:read'], tier: 'enterprise', rateLimitPerMinute: 1_000_000_000 }, cliActor());
   await orm.close();
 
   const env = { ...process.env, DATABASE_URL: databaseUrl, KAFKA_BROKERS: brokers.join(','), KAFKA_TOPIC_PREFIX: 'bench.', LOG_LEVEL: 'warn', OPS_PORT: '0' };

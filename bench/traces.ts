@@ -14,6 +14,7 @@ import { freePort } from '../scripts/free-port.ts';
 import { dropBenchDatabase, freshBenchDatabase } from './database.ts';
 import { SERVICE_PROCESS_ENV } from './service-env.ts';
 import { traceImports } from './traces-import.ts';
+import { cliActor } from '../platform/actor.ts';
 
 const DURATION = Number(process.env.BENCH_DURATION ?? 15);
 // Rounds of each side, alternated, so a busy moment of the machine weighs on both.
@@ -78,8 +79,8 @@ async function upserts(sink: Awaited<ReturnType<typeof startSink>>): Promise<voi
   const orm = await openDatabase({ databaseUrl, logger: createLogger('warn', 2), poolSize: 2 });
   const keys: string[] = [];
   for (const name of ['off', 'on']) {
-    const catalog = await createCatalog(orm.em.fork(), { name: `bench-traces-${name}`, ownerEmail: 'bench@example.com' });
-    keys.push((await createApiKey(orm.em.fork(), { catalogId: catalog.id, scopes: ['catalog:write'], tier: 'enterprise', rateLimitPerMinute: 1_000_000_000 })).key);
+    const catalog = await createCatalog(orm.em.fork(), { name: `bench-traces-${name}`, ownerEmail: 'bench@example.com' }, cliActor());
+    keys.push((await createApiKey(orm.em.fork(), { catalogId: catalog.id, scopes: ['catalog:write'], tier: 'enterprise', rateLimitPerMinute: 1_000_000_000 }, cliActor())).key);
   }
   await orm.close();
   const env = { ...process.env, ...SERVICE_PROCESS_ENV, DATABASE_URL: databaseUrl, KAFKA_BROKERS: brokers.join(','), KAFKA_TOPIC_PREFIX: 'bench-traces.', LOG_LEVEL: 'warn', OPS_PORT: '0', HOST: '127.0.0.1' };

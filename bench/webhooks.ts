@@ -26,6 +26,7 @@ import { ensureKafka } from '../scripts/kafka.ts';
 import { cpuPerUnit, cpuSnapshot } from './cpu.ts';
 import { dropBenchDatabase, freshBenchDatabase } from './database.ts';
 import { SERVICE_PROCESS_ENV } from './service-env.ts';
+import { cliActor } from '../platform/actor.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -114,10 +115,10 @@ const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 const secretsKey = randomBytes(32);
 const box = createSecretBox({ current: secretKey(secretsKey) });
 const em = orm.em.fork();
-const catalog = await createCatalog(em, { name: 'bench', ownerEmail: 'bench@merchant.example' });
+const catalog = await createCatalog(em, { name: 'bench', ownerEmail: 'bench@merchant.example' }, cliActor());
 for (let i = 0; i < WEBHOOKS; i++) {
   const hook = await createWebhook(em, box, { allowHttp: true, allowPrivate: true }, catalog.id, { url: `${base}/hook-${i}`, events: ['*'], ordered: args.ordered,
-    ...(args.filter ? { filter: { all: [{ field: 'type', equals: 'item.updated' }, { field: 'data.contentHash', exists: true }, { not: { field: 'data.sku', in: ['x', 'y'] } }] } } : {}) });
+    ...(args.filter ? { filter: { all: [{ field: 'type', equals: 'item.updated' }, { field: 'data.contentHash', exists: true }, { not: { field: 'data.sku', in: ['x', 'y'] } }] } } : {}) }, cliActor());
   secrets.set(`/hook-${i}`, hook.secret);
 }
 

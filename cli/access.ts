@@ -3,6 +3,7 @@ import { parseArgs } from 'node:util';
 import { createApiKey, limitApiKey, listApiKeys, revokeApiKey, SCOPES, TIERS } from '../domain/access/key-store.ts';
 import type { ApiKey } from '../platform/db/entities/catalogs.ts';
 import { createCatalog, findCatalog } from '../domain/access/catalogs.ts';
+import { cliActor } from '../platform/actor.ts';
 import type { Config } from '../platform/config/config.ts';
 import { openDatabase } from '../platform/db/orm.ts';
 import { secretBoxOf } from '../app/secrets.ts';
@@ -55,10 +56,12 @@ export async function runAccessCommand(config: Config, group: 'catalogs' | 'keys
   // The service's database, never a new empty one: keys made there would be refused by the service.
   const orm = await openDatabase({ databaseUrl: config.databaseUrl, logger, poolSize: 2, create: false, secrets: secretBoxOf(config) });
   const em = orm.em.fork();
+  // Each change goes into the catalog's audit log as this operator's, under one request id.
+  const actor = cliActor();
   try {
     if (group === 'catalogs' && action === 'create') {
       const { values } = parseArgs({ args: rest, options: { name: { type: 'string' }, 'owner-email': { type: 'string' } }, strict: true });
-      const catalog = await createCatalog(em, { name: required(values, 'name'), ownerEmail: required(values, 'owner-email') });
+      const catalog = await createCatalog(em, { name: required(values, 'name'), ownerEmail: required(values, 'owner-email') }, actor);
       out(`Created catalog "${catalog.name}" (owner ${catalog.ownerEmail}).`);
       out(catalog.id);
       return 0;
@@ -81,7 +84,7 @@ export async function runAccessCommand(config: Config, group: 'catalogs' | 'keys
         ...(values['rate-limit'] === undefined ? {} : { rateLimitPerMinute: Number(values['rate-limit']) }),
         expiresAt: expiryOf(values) ?? null,
         allowedCidrs: values.allow === undefined ? null : rangesOf(values.allow),
-      });
+      }, actor);
       const limit = issued.record.rateLimitPerMinute ? `, ${issued.record.rateLimitPerMinute} requests/minute` : '';
       out(`Created key ${issued.record.id} for catalog "${catalog.name}" (scopes ${issued.record.scopes.join(',')}, tier ${issued.record.tier}${limit}${limitsOf(issued.record)}).`);
       out('Store it now: it is shown only once.');
@@ -118,7 +121,7 @@ export async function runAccessCommand(config: Config, group: 'catalogs' | 'keys
       const allowedCidrs = values['allow-any'] ? null : values.allow === undefined ? undefined : rangesOf(values.allow);
       const expiresAt = values['no-expiry'] ? null : expiry;
       if (allowedCidrs === undefined && expiresAt === undefined) throw new UsageError('keys update needs --allow, --allow-any, --expires-at, --expires-in or --no-expiry', group);
-      const key = await limitApiKey(em, positionals[0]!, { allowedCidrs, expiresAt });
+      const key = await limitApiKey(em, positionals[0]!, { allowedCidrs, expiresAt }, actor);
       const limits = limitsOf(key);
       out(`Updated key ${key.id} (${key.keyPrefix}…): ${limits === '' ? 'no expiry, any address' : limits.slice(2)}.`);
       return 0;
@@ -126,7 +129,7 @@ export async function runAccessCommand(config: Config, group: 'catalogs' | 'keys
     if (group === 'keys' && action === 'revoke') {
       const { positionals } = parseArgs({ args: rest, options: {}, allowPositionals: true, strict: true });
       if (positionals.length !== 1) throw new UsageError('keys revoke takes exactly one KEY_ID');
-      const key = await revokeApiKey(em, positionals[0]!);
+      const key = await revokeApiKey(em, positionals[0]!, actor);
       out(`Revoked key ${key.id} (${key.keyPrefix}…) at ${key.revokedAt!.toISOString()}.`);
       return 0;
     }

@@ -2,6 +2,7 @@
 import { parseArgs } from 'node:util';
 import { mintConsoleLink } from '../domain/access/console-links.ts';
 import { CATALOG_SCOPES } from '../domain/access/key-store.ts';
+import { cliActor } from '../platform/actor.ts';
 import type { Config } from '../platform/config/config.ts';
 import { openDatabase } from '../platform/db/orm.ts';
 import { secretBoxOf } from '../app/secrets.ts';
@@ -38,7 +39,7 @@ export async function runConsoleCommand(config: Config, args: string[]): Promise
   try {
     const link = await mintConsoleLink(orm.em.fork(), {
       catalog: values.catalog, scopes, redeemWithinMinutes, sessionMinutes, label: values.label,
-    }, config.publicBaseUrl);
+    }, config.publicBaseUrl, cliActor());
     out(`Console link for catalog "${link.catalogName}" (scopes ${link.scopes.join(',')}), single use, redeem by ${link.redeemBy}; `
       + `the session lasts ${link.sessionMinutes} minutes.`);
     out(link.url);

@@ -1,4 +1,4 @@
-// The `catalog` command: serve, migrate, and the operator's catalog, key, console-link and secrets-key management.
+// The `catalog` command: serve, migrate, and the operator's catalog, key, console-link and secrets-key management, and the audit log.
 import { parseArgs } from 'node:util';
 import { ProductError } from '../platform/errors.ts';
 import { ConfigError, loadConfig } from '../platform/config/config.ts';
@@ -46,6 +46,12 @@ const COMMANDS: Record<string, string> = {
                                           headers, stored idempotent answers) each key seals
   secrets rotate                          re-seal every value not sealed with SECRETS_KEY (old keys in
                                           SECRETS_OLD_KEYS), a few hundred rows a transaction
+`,
+  audit: `  audit [--catalog NAME_OR_ID] [--actor KEY_ID|cli|service] [--action ACTION] [--resource TYPE[:ID]]
+        [--since ISO] [--until ISO] [--limit N] [--json]
+                                          who changed what, newest first: keys, webhooks, imports, console
+                                          sessions (default: the last 50 entries of every catalog;
+                                          --json: one entry a line, with its settings before and after)
 `,
   doctor: `  doctor                                  check the configuration, the database, the broker and the
                                           storage this environment names, and say what is wrong
@@ -101,6 +107,8 @@ async function main(argv: string[]): Promise<number> {
       return (await import('./outbox.ts')).runOutboxCommand(loadConfig(), rest);
     case 'secrets':
       return (await import('./secrets.ts')).runSecretsCommand(loadConfig(), rest);
+    case 'audit':
+      return (await import('./audit.ts')).runAuditCommand(loadConfig(), rest);
     case 'import':
       // A client of the API: needs CATALOG_API_URL and CATALOG_API_KEY, not the service's configuration.
       return (await import('./import.ts')).runImportCommand(rest);

@@ -2,6 +2,7 @@
 import { parseArgs } from 'node:util';
 import { listParked, resendParked, resendParkedRecord } from '../domain/events/parked.ts';
 import type { ParkedRecord } from '../domain/events/parked.ts';
+import { cliActor } from '../platform/actor.ts';
 import type { Config } from '../platform/config/config.ts';
 import { openDatabase } from '../platform/db/orm.ts';
 import { secretBoxOf } from '../app/secrets.ts';
@@ -38,7 +39,8 @@ export async function runOutboxCommand(config: Config, args: string[]): Promise<
       } while (cursor);
       return 0;
     }
-    const resent = values.all ? await resendParked(db, catalog) : [await resendParkedRecord(db, positionals[0]!)];
+    const actor = cliActor();
+    const resent = values.all ? await resendParked(db, catalog, actor) : [await resendParkedRecord(db, positionals[0]!, actor)];
     out(`Re-sent ${resent.length} parked record(s); the relay publishes them with what is written after them, and parks again what the broker still refuses.`);
     for (const record of resent) out(row(record));
     return 0;

@@ -15,6 +15,7 @@ import { ItemsScreen } from './items.tsx';
 import { ItemScreen } from './item.tsx';
 import { EventsScreen } from './events.tsx';
 import { KeysScreen } from './keys.tsx';
+import { AuditScreen } from './audit.tsx';
 
 // The single-use token arrives in the fragment (#link=…), which no request carries; it leaves the
 // address bar and the history before anything else runs.
@@ -53,7 +54,7 @@ function Page({ title, children }: { title: string; children: ComponentChildren 
 
 const NAV = [
   ['imports', 'Imports', 'bulk_import:manage'], ['webhooks', 'Webhooks', 'webhooks:manage'], ['items', 'Items', 'catalog:read'],
-  ['events', 'Events', 'catalog:read'], ['keys', 'Keys', 'keys:manage'],
+  ['events', 'Events', 'catalog:read'], ['keys', 'Keys', 'keys:manage'], ['audit', 'Audit log', 'audit:read'],
 ] as const;
 
 function Layout({ children }: { children: ComponentChildren }) {
@@ -103,6 +104,7 @@ function Screen() {
   if (section === 'items') return id && sub ? <ItemScreen externalSystem={id} externalId={sub} /> : <ItemsScreen />;
   if (section === 'events') return <EventsScreen resourceId={id} />;
   if (section === 'keys') return <KeysScreen />;
+  if (section === 'audit') return <AuditScreen resourceType={id} resourceId={sub} />;
   return <p>There is no screen at this address. <a href={href('imports')}>Go to imports</a>.</p>;
 }
 

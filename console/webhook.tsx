@@ -135,6 +135,7 @@ export function WebhookScreen({ webhookId }: { webhookId: string }) {
       {can('webhooks:manage') && (editing
         ? <section aria-labelledby="edit-heading"><h2 id="edit-heading">Edit the webhook</h2><WebhookForm initial={current} submitLabel="Save the webhook" onSubmit={save} /></section>
         : <button type="button" onClick={() => setEditing(true)}>Edit the webhook</button>)}
+      {can('audit:read') && <p><a href={href('audit', 'webhook', webhookId)}>Who changed this webhook</a></p>}
       <DeliveryLog webhookId={webhookId} />
     </>
   );

@@ -655,7 +655,7 @@ export type WebhookDeliveryDetail = WebhookDelivery & {
     attempts: DeliveryAttempt[];
 };
 export type CredentialKind = "key" | "console";
-export type Scope = "catalog:read" | "catalog:write" | "bulk_import:manage" | "webhooks:manage" | "stock:write" | "keys:manage" | "admin";
+export type Scope = "catalog:read" | "catalog:write" | "bulk_import:manage" | "webhooks:manage" | "stock:write" | "keys:manage" | "audit:read" | "admin";
 export type Access = {
     catalogId: string;
     catalogName: string;
@@ -721,7 +721,7 @@ export type RedeemConsoleLinkRequest = {
     /** The link's token, the `link=` value of its URL's fragment (`cl_…`). */
     link: string;
 };
-export type CatalogScope = "catalog:read" | "catalog:write" | "bulk_import:manage" | "webhooks:manage" | "stock:write" | "keys:manage";
+export type CatalogScope = "catalog:read" | "catalog:write" | "bulk_import:manage" | "webhooks:manage" | "stock:write" | "keys:manage" | "audit:read";
 export type ConsoleSession = {
     /** The session's credential, for `Authorization: Bearer`; shown only here. */
     token: string;
@@ -746,6 +746,42 @@ export type ConsoleSessionRecord = {
     expiresAt: string | null;
     revokedAt: string | null;
     createdAt: string;
+};
+export type AuditActor = {
+    kind: "key" | "console" | "cli" | "service";
+    keyId: string | null;
+    keyPrefix: string | null;
+    label: string | null;
+    /** For `cli`: `user@host`. */
+    operator: string | null;
+};
+export type AuditSetting = {
+    [key: string]: any;
+};
+export type AuditEntry = {
+    id: string;
+    /** When the action's transaction ran. */
+    at: string;
+    /** `<resource type>.<what happened>`; the list is in `listAuditLog`, and grows within v1. */
+    action: string;
+    actor: AuditActor;
+    /** The `X-Request-Id` of the request that made the change; for the CLI, one id per command run; `null` for the service's own. */
+    requestId: string | null;
+    /** The client's address as the service saw it (see `ApiKey.allowedCidrs` for proxies); `null` for the CLI and the service. */
+    clientAddress: string | null;
+    resource: {
+        "type": string;
+        id: string;
+    };
+    /** The resource's setting before the action, as the API shows it (never a secret); `null` before a creation. */
+    before: AuditSetting | null;
+    /** The resource's setting after the action; `null` after a deletion. */
+    after: AuditSetting | null;
+};
+export type AuditLogPage = {
+    entries: AuditEntry[];
+    /** `null` on the last page; otherwise the cursor to older entries. */
+    nextCursor: string | null;
 };
 export type ParkedRecord = {
     /** The parked record's id. */
@@ -2494,6 +2530,56 @@ export function endConsoleSession(opts?: Oazapfts.RequestOpts) {
     }>("/console-sessions/current", {
         ...opts,
         method: "DELETE"
+    });
+}
+/**
+ * Read the catalog's audit log
+ */
+export function listAuditLog({ limit, cursor, actor, action, resourceType, resourceId, since, until }: {
+    limit?: number;
+    cursor?: string;
+    actor?: string;
+    action?: string;
+    resourceType?: string;
+    resourceId?: string;
+    since?: string;
+    until?: string;
+} = {}, opts?: Oazapfts.RequestOpts) {
+    return oazapfts.fetchJson<{
+        status: 200;
+        data: {
+            success: SuccessFlag;
+            data: AuditLogPage;
+        };
+    } | {
+        status: 400;
+        data: ErrorResponse;
+    } | {
+        status: 401;
+        data: ErrorResponse;
+    } | {
+        status: 403;
+        data: ErrorResponse;
+    } | {
+        status: 429;
+        data: ErrorResponse;
+    } | {
+        status: 500;
+        data: ErrorResponse;
+    } | {
+        status: 503;
+        data: ErrorResponse;
+    }>(`/audit-log${QS.query(QS.explode({
+        limit,
+        cursor,
+        actor,
+        action,
+        resourceType,
+        resourceId,
+        since,
+        until
+    }))}`, {
+        ...opts
     });
 }
 /**

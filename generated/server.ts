@@ -1155,6 +1155,52 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/audit-log": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read the catalog's audit log
+         * @description The catalog's administrative actions, newest first: each with its actor (the key or
+         *     console session by id, prefix and label; `cli` for the operator's command line, with the
+         *     operator's user and host; `service` for what the service did by itself, such as disabling
+         *     a failing webhook), the time, the request id (`X-Request-Id` of the request that made
+         *     it), the client's address (as the API key's address ranges see it: see `ApiKey`), and
+         *     the resource's setting `before` and `after` the action (`null` where there was none:
+         *     before a creation, after a deletion). An entry is written in the same transaction as
+         *     its action, so an action that failed left none. Secrets never appear: a webhook's
+         *     secret, a key, an import source's header values, a console link's token.
+         *
+         *     Actions (`action`), by resource type:
+         *
+         *     | resource | actions |
+         *     |---|---|
+         *     | `catalog` | `catalog.created` |
+         *     | `key` | `key.created`, `key.updated`, `key.revoked` |
+         *     | `webhook` | `webhook.created`, `webhook.updated` (address, events, filter, ordering, description), `webhook.deleted`, `webhook.secret_rotated`, `webhook.resumed`, `webhook.recovered`, `webhook.disabled` (by the service, after repeated exhausted deliveries) |
+         *     | `webhook_delivery` | `webhook_delivery.retried` |
+         *     | `item` (id `externalSystem/externalId`) | `item.version_restored` |
+         *     | `import` | `import.cancelled`, `import.retried` (`after.retryJobId` is the new job) |
+         *     | `parked_record` | `parked_record.resent` |
+         *     | `console_link` | `console_link.created` |
+         *     | `console_session` | `console_session.started`, `console_session.ended`, `console_session.revoked` |
+         *
+         *     New actions may be added within v1: treat an unknown one as any other. Entries are kept
+         *     for the deployment's `AUDIT_LOG_RETENTION_DAYS` (365 by default), then deleted. Pages
+         *     go back in time: `nextCursor` reads older entries. Requires scope `audit:read`.
+         */
+        get: operations["listAuditLog"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/storage/v1/upload/{storagePath}": {
         parameters: {
             query?: never;
@@ -4162,18 +4208,102 @@ export interface components {
              */
             resentAt: string | null;
         };
+        AuditLogPage: {
+            entries: components["schemas"]["AuditEntry"][];
+            /** @description `null` on the last page; otherwise the cursor to older entries. */
+            nextCursor: string | null;
+        };
+        /**
+         * @description One administrative action on the catalog (`listAuditLog`).
+         * @example {
+         *       "id": "0192f800-1a2b-7c3d-8e4f-5a6b7c8d9e0f",
+         *       "at": "2026-11-24T09:12:44.120Z",
+         *       "action": "webhook.updated",
+         *       "actor": {
+         *         "kind": "key",
+         *         "keyId": "0192f5f0-3c4d-7e5f-8a6b-7c8d9e0f1a2b",
+         *         "keyPrefix": "cat_live_AbC1",
+         *         "label": "erp sync",
+         *         "operator": null
+         *       },
+         *       "requestId": "0192f800-19ff-7aaa-8bbb-cccdddeeefff",
+         *       "clientAddress": "203.0.113.9",
+         *       "resource": {
+         *         "type": "webhook",
+         *         "id": "0192f700-1a2b-7c3d-8e4f-5a6b7c8d9e0f"
+         *       },
+         *       "before": {
+         *         "filter": {
+         *           "sku": {
+         *             "prefix": "SHOE-"
+         *           }
+         *         }
+         *       },
+         *       "after": {
+         *         "filter": null
+         *       }
+         *     }
+         */
+        AuditEntry: {
+            /** Format: uuid */
+            id: string;
+            /**
+             * Format: date-time
+             * @description When the action's transaction ran.
+             */
+            at: string;
+            /**
+             * @description `<resource type>.<what happened>`; the list is in `listAuditLog`, and grows within v1.
+             * @example webhook.updated
+             */
+            action: string;
+            actor: components["schemas"]["AuditActor"];
+            /** @description The `X-Request-Id` of the request that made the change; for the CLI, one id per command run; `null` for the service's own. */
+            requestId: string | null;
+            /** @description The client's address as the service saw it (see `ApiKey.allowedCidrs` for proxies); `null` for the CLI and the service. */
+            clientAddress: string | null;
+            resource: {
+                /** @example webhook */
+                type: string;
+                /** @example 0192f700-1a2b-7c3d-8e4f-5a6b7c8d9e0f */
+                id: string;
+            };
+            /** @description The resource's setting before the action, as the API shows it (never a secret); `null` before a creation. */
+            before: components["schemas"]["AuditSetting"] | null;
+            /** @description The resource's setting after the action; `null` after a deletion. */
+            after: components["schemas"]["AuditSetting"] | null;
+        };
+        /** @description A resource's setting as the API shows it, its fields depending on the resource type. */
+        AuditSetting: {
+            [key: string]: unknown;
+        };
+        /**
+         * @description Who made an audited change. `key` and `console`: a credential, by id, prefix and label (a
+         *     console session's label is its link's). `cli`: the operator's command line, with the
+         *     operating-system user and host it ran as. `service`: the service itself.
+         */
+        AuditActor: {
+            /** @enum {string} */
+            kind: "key" | "console" | "cli" | "service";
+            /** Format: uuid */
+            keyId: string | null;
+            keyPrefix: string | null;
+            label: string | null;
+            /** @description For `cli`: `user@host`. */
+            operator: string | null;
+        };
         /**
          * @description A scope a credential carries (see "Authentication"); `admin` is the operator's.
          * @example catalog:read
          * @enum {string}
          */
-        Scope: "catalog:read" | "catalog:write" | "bulk_import:manage" | "webhooks:manage" | "stock:write" | "keys:manage" | "admin";
+        Scope: "catalog:read" | "catalog:write" | "bulk_import:manage" | "webhooks:manage" | "stock:write" | "keys:manage" | "audit:read" | "admin";
         /**
          * @description A scope over one catalog: every scope but the operator's `admin`.
          * @example catalog:read
          * @enum {string}
          */
-        CatalogScope: "catalog:read" | "catalog:write" | "bulk_import:manage" | "webhooks:manage" | "stock:write" | "keys:manage";
+        CatalogScope: "catalog:read" | "catalog:write" | "bulk_import:manage" | "webhooks:manage" | "stock:write" | "keys:manage" | "audit:read";
         /**
          * @description `key`: an API key; `console`: a session opened by redeeming a console link, which expires.
          * @example key
@@ -8287,6 +8417,81 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    listAuditLog: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Page size.
+                 * @example 50
+                 */
+                limit?: components["parameters"]["Limit"];
+                /**
+                 * @description Opaque cursor from the previous page's `nextCursor`; omit for the first page.
+                 * @example eyJ1IjoiMjAyNi0xMS0yMVQxMjowMDowMC4wMDBaIn0
+                 */
+                cursor?: components["parameters"]["Cursor"];
+                /**
+                 * @description Only what this actor did - a key's or console session's id, `cli` or `service`.
+                 * @example 0192f5f0-3c4d-7e5f-8a6b-7c8d9e0f1a2b
+                 */
+                actor?: string;
+                /**
+                 * @description Only entries of this action (see the table above).
+                 * @example webhook.updated
+                 */
+                action?: string;
+                /**
+                 * @description Only entries about resources of this type.
+                 * @example webhook
+                 */
+                resourceType?: string;
+                /**
+                 * @description Only entries about this resource (with `resourceType`, or of any type).
+                 * @example 0192f700-1a2b-7c3d-8e4f-5a6b7c8d9e0f
+                 */
+                resourceId?: string;
+                /**
+                 * @description Only entries made at or after this time.
+                 * @example 2026-11-21T00:00:00.000Z
+                 */
+                since?: string;
+                /**
+                 * @description Only entries made before this time.
+                 * @example 2026-11-28T00:00:00.000Z
+                 */
+                until?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of entries, newest first. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Cache-Control": components["headers"]["Cache-Control-No-Store"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        success: components["schemas"]["SuccessFlag"];
+                        data: components["schemas"]["AuditLogPage"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     uploadImportFile: {
         parameters: {
             query: {
@@ -9986,6 +10191,7 @@ export type PathOperationId =
     | "updateKey"
     | "redeemConsoleLink"
     | "endConsoleSession"
+    | "listAuditLog"
     | "uploadImportFile"
     | "downloadStoredObject"
     | "headStoredObject"

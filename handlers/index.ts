@@ -22,6 +22,7 @@ import { listImportErrors } from './imports/list-import-errors.ts';
 import { listImports } from './imports/list-imports.ts';
 import { retryImport } from './imports/retry-import.ts';
 import { startImport } from './imports/start-import.ts';
+import { listAuditLog } from './audit/list-audit-log.ts';
 import { createKey } from './keys/create-key.ts';
 import { getAccess } from './keys/get-access.ts';
 import { listKeys } from './keys/list-keys.ts';
@@ -105,6 +106,8 @@ export const handlers: Handlers = Object.freeze({
   createKey,
   revokeKey,
   updateKey,
+  // audit
+  listAuditLog,
   // console
   redeemConsoleLink,
   endConsoleSession,

@@ -2,6 +2,7 @@
 import { OUTBOX_CHANNEL, claimOutbox, deleteSentOutbox, markOutboxSent } from '../../domain/events/outbox.ts';
 import type { OutboxRecord } from '../../domain/events/outbox.ts';
 import { parkRecords } from '../../domain/events/parked.ts';
+import { purgeAuditLog } from '../../domain/audit/audit-log.ts';
 import { purgeVersions } from '../../domain/items/versions.ts';
 import { listenToChannel } from '../../platform/db/connections.ts';
 import type { ChannelListener } from '../../platform/db/connections.ts';
@@ -41,6 +42,8 @@ export interface OutboxRelayOptions {
   readonly retentionMs?: number;
   /** Item versions older than this are deleted, with the sent outbox rows (ITEM_VERSION_RETENTION_DAYS). */
   readonly itemVersionRetentionMs?: number;
+  /** Audit log entries older than this are deleted with them (AUDIT_LOG_RETENTION_DAYS). */
+  readonly auditLogRetentionMs?: number;
   readonly cleanupIntervalMs?: number;
 }
 
@@ -200,6 +203,8 @@ export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
     if (deleted > 0) log.info({ deleted }, 'deleted sent outbox rows');
     const versions = await purgeVersions(db, new Date(Date.now() - (options.itemVersionRetentionMs ?? 90 * 24 * 3600_000)), () => running);
     if (versions > 0) log.info({ deleted: versions }, 'deleted item versions older than their retention');
+    const audited = await purgeAuditLog(db, new Date(Date.now() - (options.auditLogRetentionMs ?? 365 * 24 * 3600_000)), () => running);
+    if (audited > 0) log.info({ deleted: audited }, 'deleted audit log entries older than their retention');
   }
 
   async function run(holder: LaneHolder): Promise<void> {

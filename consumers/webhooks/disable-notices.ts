@@ -1,6 +1,6 @@
 // E-mails the owner of each disabled webhook exactly once: claimed under a row lock, marked sent in the same transaction.
-import { lockPendingNotice, markNoticeSent } from '../../domain/webhooks/subscriptions.ts';
-import type { DisableNotice } from '../../domain/webhooks/subscriptions.ts';
+import { lockPendingNotice, markNoticeSent } from '../../domain/webhooks/disabling.ts';
+import type { DisableNotice } from '../../domain/webhooks/disabling.ts';
 import { detached } from '../../platform/async-context.ts';
 import type { Db } from '../../platform/db/sql.ts';
 import type { Logger } from '../../platform/log/logger.ts';

@@ -1,11 +1,13 @@
 // The console_links store: single-use links an operator mints, redeemed once for a console session (an expiring api_keys row), listed and revoked.
 import type { ConsoleLink, ConsoleSession, ConsoleSessionList, ConsoleSessionRecord, CatalogScope } from '../../generated/client.ts';
+import type { Actor } from '../../platform/actor.ts';
 import type { Environment } from '../../platform/config/config.ts';
 import { query, sql } from '../../platform/db/sql.ts';
 import type { Db } from '../../platform/db/sql.ts';
 import { ProductError, notFound, validationError } from '../../platform/errors.ts';
 import type { ErrorDetail } from '../../platform/errors.ts';
 import { isId, newId } from '../../platform/ids.ts';
+import { changedFields, recordAudit } from '../audit/audit-log.ts';
 import { afterCursor, encodeCursor, keysetPage } from '../pagination.ts';
 import { isoTime } from '../items/view.ts';
 import { findCatalog } from './catalogs.ts';
@@ -47,27 +49,31 @@ function checkLinkRequest(request: LinkRequest): { scopes: string[]; redeemWithi
  * Mints a link: the token goes only into the URL's fragment, which browsers never send to a
  * server, so no access log or proxy sees it; only its SHA-256 is stored.
  */
-export async function mintConsoleLink(db: Db, request: LinkRequest, publicBaseUrl: string): Promise<ConsoleLink> {
+export async function mintConsoleLink(db: Db, request: LinkRequest, publicBaseUrl: string, actor: Actor): Promise<ConsoleLink> {
   const checked = checkLinkRequest(request);
   const catalog = await findCatalog(db, request.catalog);
   const token = `${LINK_PREFIX}${randomToken()}`;
   const id = newId();
-  const [row] = await query<{ redeem_by: string; created_at: string }>(db, 'access.mint_console_link', sql`
-    INSERT INTO console_links (id, catalog_id, token_hash, scopes, label, session_minutes, redeem_by)
-    VALUES (${id}::uuid, ${catalog.id}::uuid, ${hashKey(token)}, ${checked.scopes}::text[], ${checked.label}, ${checked.sessionMinutes}::int,
-      now() + ${checked.redeemWithinMinutes}::int * interval '1 minute')
-    RETURNING ${sql.raw(isoTime('redeem_by'))} AS redeem_by, ${sql.raw(isoTime('created_at'))} AS created_at`);
-  return {
-    id,
-    catalogId: catalog.id,
-    catalogName: catalog.name,
-    scopes: checked.scopes as CatalogScope[],
-    label: checked.label,
-    url: `${publicBaseUrl}/console/#link=${token}`,
-    redeemBy: row!.redeem_by,
-    sessionMinutes: checked.sessionMinutes,
-    createdAt: row!.created_at,
-  };
+  return db.transactional(async (tx) => {
+    const [row] = await query<{ redeem_by: string; created_at: string }>(tx, 'access.mint_console_link', sql`
+      INSERT INTO console_links (id, catalog_id, token_hash, scopes, label, session_minutes, redeem_by)
+      VALUES (${id}::uuid, ${catalog.id}::uuid, ${hashKey(token)}, ${checked.scopes}::text[], ${checked.label}, ${checked.sessionMinutes}::int,
+        now() + ${checked.redeemWithinMinutes}::int * interval '1 minute')
+      RETURNING ${sql.raw(isoTime('redeem_by'))} AS redeem_by, ${sql.raw(isoTime('created_at'))} AS created_at`);
+    const link = {
+      id,
+      catalogId: catalog.id,
+      catalogName: catalog.name,
+      scopes: checked.scopes as CatalogScope[],
+      label: checked.label,
+      redeemBy: row!.redeem_by,
+      sessionMinutes: checked.sessionMinutes,
+      createdAt: row!.created_at,
+    };
+    // The link's URL carries its token: never in the audit log.
+    await recordAudit(tx, actor, { catalogId: catalog.id, action: 'console_link.created', resourceType: 'console_link', resourceId: id, before: null, after: link });
+    return { ...link, url: `${publicBaseUrl}/console/#link=${token}` };
+  });
 }
 
 const REFUSALS = {
@@ -89,27 +95,34 @@ interface SessionRow { id: string; catalog_id: string; catalog_name: string; sco
  * redeems at once, the second waits, then finds the link redeemed. The session's key row is
  * inserted by the same statement, with the link's id, or not at all.
  */
-export async function redeemConsoleLink(db: Db, link: string, environment: Environment): Promise<ConsoleSession> {
+export async function redeemConsoleLink(db: Db, link: string, environment: Environment, actor: Actor): Promise<ConsoleSession> {
   const tokenHash = hashKey(link.trim());
   const token = newKeyToken(environment);
-  const [row] = await query<SessionRow>(db, 'access.redeem_console_link', sql`
-    WITH link AS (
-      UPDATE console_links SET redeemed_at = now()
-       WHERE token_hash = ${tokenHash} AND redeemed_at IS NULL AND redeem_by > now() AND revoked_at IS NULL
-      RETURNING id, catalog_id, scopes, label, session_minutes
-    ), session AS (
-      INSERT INTO api_keys (id, catalog_id, key_hash, key_prefix, scopes, tier, kind, expires_at, label, created_at)
-      SELECT id, catalog_id, ${hashKey(token)}, ${keyPrefixOf(token)}, scopes, ${SESSION_TIER}, 'console',
-        now() + session_minutes * interval '1 minute', label, now()
-        FROM link
-      RETURNING id, catalog_id, scopes, expires_at
-    )
-    SELECT s.id, s.catalog_id, c.name AS catalog_name, s.scopes, ${sql.raw(isoTime('s.expires_at'))} AS expires_at
-      FROM session s JOIN catalogs c ON c.id = s.catalog_id`);
-  if (!row) throw refusedLink(await whyRefused(db, tokenHash));
-  return {
-    token, id: row.id, catalogId: row.catalog_id, catalogName: row.catalog_name, scopes: row.scopes as CatalogScope[], expiresAt: row.expires_at,
-  };
+  const session = await db.transactional(async (tx) => {
+    const [row] = await query<SessionRow>(tx, 'access.redeem_console_link', sql`
+      WITH link AS (
+        UPDATE console_links SET redeemed_at = now()
+         WHERE token_hash = ${tokenHash} AND redeemed_at IS NULL AND redeem_by > now() AND revoked_at IS NULL
+        RETURNING id, catalog_id, scopes, label, session_minutes
+      ), session AS (
+        INSERT INTO api_keys (id, catalog_id, key_hash, key_prefix, scopes, tier, kind, expires_at, label, created_at)
+        SELECT id, catalog_id, ${hashKey(token)}, ${keyPrefixOf(token)}, scopes, ${SESSION_TIER}, 'console',
+          now() + session_minutes * interval '1 minute', label, now()
+          FROM link
+        RETURNING id, catalog_id, scopes, expires_at
+      )
+      SELECT s.id, s.catalog_id, c.name AS catalog_name, s.scopes, ${sql.raw(isoTime('s.expires_at'))} AS expires_at
+        FROM session s JOIN catalogs c ON c.id = s.catalog_id`);
+    if (!row) return undefined;
+    const started = { id: row.id, catalogId: row.catalog_id, catalogName: row.catalog_name, scopes: row.scopes as CatalogScope[], expiresAt: row.expires_at };
+    // The session is its own actor: the browser that redeemed the link, from its address.
+    await recordAudit(tx, { ...actor, kind: 'console', keyId: row.id }, {
+      catalogId: row.catalog_id, action: 'console_session.started', resourceType: 'console_session', resourceId: row.id, before: null, after: started,
+  });
+  return started;
+  });
+  if (!session) throw refusedLink(await whyRefused(db, tokenHash));
+  return { token, ...session };
 }
 
 async function whyRefused(db: Db, tokenHash: string): Promise<keyof typeof REFUSALS> {
@@ -158,25 +171,36 @@ export async function listConsoleSessions(
   return { sessions: page.rows.map(recordView), nextCursor: page.nextCursor };
 }
 
-/** Revokes a link not redeemed yet, and the session of one that was; a revoked one keeps its first revocation time. */
-export async function revokeConsoleSession(db: Db, id: string): Promise<ConsoleSessionRecord> {
+/**
+ * Revokes a link not redeemed yet, and the session of one that was; a revoked one keeps its
+ * first revocation time. `action` tells the operator's revocation from a session's own sign-out.
+ */
+export async function revokeConsoleSession(
+  db: Db, id: string, actor: Actor, action: 'console_session.revoked' | 'console_session.ended' = 'console_session.revoked',
+): Promise<ConsoleSessionRecord> {
   if (!isId(id)) throw notFound('Console session');
   return db.transactional(async (tx) => {
-    const revoked = await query<{ id: string }>(tx, 'access.revoke_console_link', sql`
-      UPDATE console_links SET revoked_at = coalesce(revoked_at, now()) WHERE id = ${id.toLowerCase()}::uuid RETURNING id`);
-    if (revoked.length === 0) throw notFound('Console session');
+    // The link's row locked first: of two revocations at once, the second finds the first's.
+    const [was] = await query<RecordRow>(tx, 'access.lock_console_session', sql`${RECORD} WHERE l.id = ${id.toLowerCase()}::uuid FOR UPDATE OF l`);
+    if (!was) throw notFound('Console session');
+    await query(tx, 'access.revoke_console_link', sql`
+      UPDATE console_links SET revoked_at = coalesce(revoked_at, now()) WHERE id = ${id.toLowerCase()}::uuid`);
     await query(tx, 'access.revoke_console_session', sql`
       UPDATE api_keys SET revoked_at = coalesce(revoked_at, now()) WHERE id = ${id.toLowerCase()}::uuid AND kind = 'console'`);
     const [row] = await query<RecordRow>(tx, 'access.console_session', sql`${RECORD} WHERE l.id = ${id.toLowerCase()}::uuid`);
-    return recordView(row!);
+    const before = recordView(was);
+    const after = recordView(row!);
+    const change = changedFields(before, after);
+    if (change) await recordAudit(tx, actor, { catalogId: after.catalogId, action, resourceType: 'console_session', resourceId: after.id, ...change });
+    return after;
   });
 }
 
 /** The console's "Sign out": revokes the calling session; a key is not a session (403). */
-export async function endConsoleSession(db: Db, keyId: string): Promise<ConsoleSessionRecord> {
+export async function endConsoleSession(db: Db, keyId: string, actor: Actor): Promise<ConsoleSessionRecord> {
   const key = await findApiKey(db, keyId);
   if (key.kind !== 'console') {
     throw new ProductError('forbidden', 'This credential is an API key, not a console session: revoke keys with DELETE /keys/{keyId}.');
   }
-  return revokeConsoleSession(db, keyId);
+  return revokeConsoleSession(db, keyId, actor, 'console_session.ended');
 }

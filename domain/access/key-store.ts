@@ -1,5 +1,6 @@
 // The api_keys store: keys issued and revoked (only a key's SHA-256 is stored), and each request's key looked up and counted.
 import { createHash, randomBytes } from 'node:crypto';
+import { LockMode } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { ApiKey as ApiKeyView, Scope } from '../../generated/client.ts';
 import { prepared, query, sql } from '../../platform/db/sql.ts';
@@ -9,16 +10,18 @@ import { countStatement, rateLimitStates } from '../../platform/http/rate-limit.
 import type { CounterRow } from '../../platform/http/rate-limit.ts';
 import { canonicalCidr } from '../../platform/http/client-address.ts';
 import type { Auth, KeyLookup } from '../../platform/http/types.ts';
+import type { Actor } from '../../platform/actor.ts';
 import { ApiKey } from '../../platform/db/entities/catalogs.ts';
 import { KEY_PREFIXES } from '../../platform/config/config.ts';
 import type { Environment } from '../../platform/config/config.ts';
 import { isId, newId } from '../../platform/ids.ts';
 import { notFound, validationError } from '../../platform/errors.ts';
+import { changedFields, recordAudit } from '../audit/audit-log.ts';
 import { decodeCursor, encodeCursor, keysetPage } from '../pagination.ts';
 import { isoTime } from '../items/view.ts';
 
 // `admin` is the operator's: its routes act on every catalog (the parked outbox records, console links).
-export const SCOPES = ['catalog:read', 'catalog:write', 'bulk_import:manage', 'webhooks:manage', 'stock:write', 'keys:manage', 'admin'] as const;
+export const SCOPES = ['catalog:read', 'catalog:write', 'bulk_import:manage', 'webhooks:manage', 'stock:write', 'keys:manage', 'audit:read', 'admin'] as const;
 /** The scopes over one catalog: what a console link or a key made through the API may carry. */
 export const CATALOG_SCOPES = SCOPES.filter((scope) => scope !== 'admin');
 export const TIERS = ['free', 'pro', 'enterprise'] as const;
@@ -88,6 +91,7 @@ export async function createApiKey(
     catalogId: string; scopes: string[]; tier: string; rateLimitPerMinute?: number | null; environment?: Environment;
     label?: string | null; expiresAt?: Date | null; allowedCidrs?: readonly string[] | null;
   },
+  actor: Actor,
 ): Promise<IssuedKey> {
   const scopes = [...new Set(input.scopes.map((s) => s.trim()).filter((s) => s !== ''))];
   const details = [];
@@ -101,22 +105,25 @@ export async function createApiKey(
   const allowedCidrs = input.allowedCidrs ? checkedCidrs(input.allowedCidrs, details) : null;
   if (details.length > 0) throw validationError(details);
   const key = newKeyToken(input.environment);
-  const record = em.create(ApiKey, {
-    id: newId(),
-    catalogId: input.catalogId,
-    keyHash: hashKey(key),
-    keyPrefix: keyPrefixOf(key),
-    scopes,
-    tier: input.tier as Tier,
-    rateLimitPerMinute: input.rateLimitPerMinute ?? null,
-    createdAt: new Date(),
-    kind: 'key',
-    expiresAt: input.expiresAt ?? null,
-    label: input.label ?? null,
-    allowedCidrs,
+  return em.transactional(async (tx) => {
+    const record = tx.create(ApiKey, {
+      id: newId(),
+      catalogId: input.catalogId,
+      keyHash: hashKey(key),
+      keyPrefix: keyPrefixOf(key),
+      scopes,
+      tier: input.tier as Tier,
+      rateLimitPerMinute: input.rateLimitPerMinute ?? null,
+      createdAt: new Date(),
+      kind: 'key',
+      expiresAt: input.expiresAt ?? null,
+      label: input.label ?? null,
+      allowedCidrs,
+    });
+    await tx.flush();
+    await recordAudit(tx, actor, { catalogId: record.catalogId, action: 'key.created', resourceType: 'key', resourceId: record.id, before: null, after: keyView(record) });
+    return { key, record };
   });
-  await em.flush();
-  return { key, record };
 }
 
 /** Every credential of the catalog, console sessions included (the operator's list). */
@@ -140,18 +147,27 @@ export async function listCatalogKeys(
 }
 
 /** A credential by id, of any catalog (the operator's) or of one catalog only, and of one kind when given. */
-export async function findApiKey(em: EntityManager, keyId: string, within: { catalogId?: string; kind?: 'key' | 'console' } = {}): Promise<ApiKey> {
-  const record = isId(keyId) ? await em.findOne(ApiKey, { id: keyId.toLowerCase(), ...within }) : null;
+export async function findApiKey(
+  em: EntityManager, keyId: string, within: { catalogId?: string; kind?: 'key' | 'console' } = {}, forUpdate = false,
+): Promise<ApiKey> {
+  const record = isId(keyId)
+    ? await em.findOne(ApiKey, { id: keyId.toLowerCase(), ...within }, forUpdate ? { lockMode: LockMode.PESSIMISTIC_WRITE } : {})
+    : null;
   if (!record) throw notFound(`API key "${keyId}"`);
   return record;
 }
 
 /** Revokes a key at once; a revoked key keeps its first revocation time. */
-export async function revokeApiKey(em: EntityManager, keyId: string, within: { catalogId?: string; kind?: 'key' | 'console' } = {}): Promise<ApiKey> {
-  const record = await findApiKey(em, keyId, within);
-  record.revokedAt ??= new Date();
-  await em.flush();
-  return record;
+export async function revokeApiKey(em: EntityManager, keyId: string, actor: Actor, within: { catalogId?: string; kind?: 'key' | 'console' } = {}): Promise<ApiKey> {
+  return em.transactional(async (tx) => {
+    const record = await findApiKey(tx, keyId, within, true);
+    if (record.revokedAt) return record;
+    const before = keyView(record);
+    record.revokedAt = new Date();
+    await tx.flush();
+    await recordAudit(tx, actor, { catalogId: record.catalogId, action: 'key.revoked', resourceType: 'key', resourceId: record.id, ...changedFields(before, keyView(record))! });
+    return record;
+  });
 }
 
 /** Limits a key (the operator's, or through the API within one catalog): a field left undefined stays; null clears it. */
@@ -159,21 +175,29 @@ export async function limitApiKey(
   em: EntityManager,
   keyId: string,
   limits: { allowedCidrs?: readonly string[] | null; expiresAt?: Date | null },
+  actor: Actor,
   within: { catalogId?: string; kind?: 'key' | 'console' } = {},
 ): Promise<ApiKey> {
-  const record = await findApiKey(em, keyId, within);
-  const details: { path: string; message: string }[] = [];
-  if (inThePast(limits.expiresAt)) details.push({ path: 'expiresAt', message: 'must be in the future' });
-  const allowedCidrs = limits.allowedCidrs ? checkedCidrs(limits.allowedCidrs, details) : limits.allowedCidrs;
-  if (details.length > 0) throw validationError(details);
-  if (allowedCidrs !== undefined) record.allowedCidrs = allowedCidrs;
-  if (limits.expiresAt !== undefined) record.expiresAt = limits.expiresAt;
-  await em.flush();
-  return record;
+  return em.transactional(async (tx) => {
+    const record = await findApiKey(tx, keyId, within, true);
+    const before = keyView(record);
+    const details: { path: string; message: string }[] = [];
+    if (inThePast(limits.expiresAt)) details.push({ path: 'expiresAt', message: 'must be in the future' });
+    const allowedCidrs = limits.allowedCidrs ? checkedCidrs(limits.allowedCidrs, details) : limits.allowedCidrs;
+    if (details.length > 0) throw validationError(details);
+    if (allowedCidrs !== undefined) record.allowedCidrs = allowedCidrs;
+    if (limits.expiresAt !== undefined) record.expiresAt = limits.expiresAt;
+    const change = changedFields(before, keyView(record));
+    if (change === undefined) return record;
+    await tx.flush();
+    await recordAudit(tx, actor, { catalogId: record.catalogId, action: 'key.updated', resourceType: 'key', resourceId: record.id, ...change });
+    return record;
+  });
 }
 
 interface AuthRow extends Partial<CounterRow> {
   key_id: string;
+  kind: 'key' | 'console';
   catalog_id: string;
   scopes: string[];
   tier: string;
@@ -194,7 +218,7 @@ function authenticateStatement(keyHash: string, now: number, requests: number) {
   const hit = countStatement(sql`'key:' || k.id`, sql`(SELECT rate_limit FROM k)`, sql`FROM k WHERE NOT k.revoked AND NOT k.expired`, { now, requests });
   return prepared(sql`
     WITH k AS (
-      SELECT a.id, a.catalog_id, a.scopes, a.tier, a.revoked_at IS NOT NULL AS revoked, ${sql.raw(isoTime('a.expires_at'))} AS expires_at,
+      SELECT a.id, a.kind, a.catalog_id, a.scopes, a.tier, a.revoked_at IS NOT NULL AS revoked, ${sql.raw(isoTime('a.expires_at'))} AS expires_at,
         coalesce(a.expires_at <= now(), false) AS expired, a.allowed_cidrs,
         coalesce(a.rate_limit_per_minute,
           CASE a.tier WHEN 'enterprise' THEN 10000 WHEN 'pro' THEN 1000 ELSE 100 END) AS rate_limit
@@ -206,7 +230,7 @@ function authenticateStatement(keyHash: string, now: number, requests: number) {
           AND (a.last_used_at IS NULL OR a.last_used_at < now() - interval '1 minute')
         FOR UPDATE SKIP LOCKED)
     )
-    SELECT k.id AS key_id, k.catalog_id, k.scopes, k.tier, k.revoked, k.expires_at, k.expired, k.allowed_cidrs, k.rate_limit,
+    SELECT k.id AS key_id, k.kind, k.catalog_id, k.scopes, k.tier, k.revoked, k.expires_at, k.expired, k.allowed_cidrs, k.rate_limit,
       hit.count, hit.prev_count, hit.admitted
     FROM k LEFT JOIN hit ON true`);
 }
@@ -224,7 +248,7 @@ export function keyCounter(db: Db): (token: string) => Promise<KeyLookup | undef
     const [row] = await query<AuthRow>(db, 'access.authenticate_keys', authenticateStatement(keyHash, now, group.length));
     if (!row || row.revoked) return group.map(() => undefined);
     if (row.expired) return group.map(() => ({ expiredAt: row.expires_at! }));
-    const auth: Auth = { keyId: row.key_id, catalogId: row.catalog_id, scopes: row.scopes, tier: row.tier };
+    const auth: Auth = { keyId: row.key_id, kind: row.kind, catalogId: row.catalog_id, scopes: row.scopes, tier: row.tier };
     const allowedCidrs = row.allowed_cidrs;
     return rateLimitStates(row as AuthRow & CounterRow, row.rate_limit, now, group.length).map((rateLimit) => ({ auth, rateLimit, allowedCidrs }));
   }, { name: 'key count' });

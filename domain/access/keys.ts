@@ -1,6 +1,7 @@
 // What a credential may see and do with its own catalog's keys: describe itself, list, issue (never beyond its own scopes), limit and revoke.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Access, ApiKey as ApiKeyView, ApiKeyCreated, Scope } from '../../generated/client.ts';
+import type { Actor } from '../../platform/actor.ts';
 import type { Environment } from '../../platform/config/config.ts';
 import { ProductError } from '../../platform/errors.ts';
 import type { Auth } from '../../platform/http/types.ts';
@@ -38,7 +39,7 @@ export interface KeyLimitsRequest {
  * Issues a key of the caller's catalog with the caller's tier and rate limit. Its scopes are
  * among the caller's own, and never `admin`: a credential never makes one that can do more.
  */
-export async function issueKey(em: EntityManager, caller: Auth, request: KeyRequest, environment: Environment): Promise<ApiKeyCreated> {
+export async function issueKey(em: EntityManager, caller: Auth, request: KeyRequest, environment: Environment, actor: Actor): Promise<ApiKeyCreated> {
   const refused = request.scopes.filter((scope) => scope === 'admin' || !caller.scopes.includes(scope));
   if (refused.length > 0) {
     const why = refused.includes('admin') ? '`admin` is only issued by the operator' : 'a key never grants more than the credential that makes it';
@@ -54,17 +55,17 @@ export async function issueKey(em: EntityManager, caller: Auth, request: KeyRequ
     label: request.label ?? null,
     expiresAt: request.expiresAt === undefined ? null : new Date(request.expiresAt),
     allowedCidrs: request.allowedCidrs ?? null,
-  });
+  }, actor);
   return { ...keyView(issued.record), key: issued.key };
 }
 
 /** Revokes one of the catalog's keys (the caller's own included); another catalog's, or a console session, is a 404. */
-export async function revokeCatalogKey(em: EntityManager, catalogId: string, keyId: string): Promise<ApiKeyView> {
-  return keyView(await revokeApiKey(em, keyId, { catalogId, kind: 'key' }));
+export async function revokeCatalogKey(em: EntityManager, catalogId: string, keyId: string, actor: Actor): Promise<ApiKeyView> {
+  return keyView(await revokeApiKey(em, keyId, actor, { catalogId, kind: 'key' }));
 }
 
 /** Sets or clears one of the catalog's keys' address ranges and expiry; another catalog's key, or a console session, is a 404. */
-export async function limitCatalogKey(em: EntityManager, catalogId: string, keyId: string, request: KeyLimitsRequest): Promise<ApiKeyView> {
+export async function limitCatalogKey(em: EntityManager, catalogId: string, keyId: string, request: KeyLimitsRequest, actor: Actor): Promise<ApiKeyView> {
   const expiresAt = request.expiresAt === undefined || request.expiresAt === null ? request.expiresAt : new Date(request.expiresAt);
-  return keyView(await limitApiKey(em, keyId, { allowedCidrs: request.allowedCidrs, expiresAt }, { catalogId, kind: 'key' }));
+  return keyView(await limitApiKey(em, keyId, { allowedCidrs: request.allowedCidrs, expiresAt }, actor, { catalogId, kind: 'key' }));
 }

@@ -1,8 +1,10 @@
 // Parked outbox records: what the broker refused for good, set aside with its reason so every other record goes on; listed and re-sent by an operator.
+import type { Actor } from '../../platform/actor.ts';
 import { query, sql } from '../../platform/db/sql.ts';
 import type { Db } from '../../platform/db/sql.ts';
 import { conflict, notFound } from '../../platform/errors.ts';
 import { isId, newId } from '../../platform/ids.ts';
+import { recordAudits } from '../audit/audit-log.ts';
 import { afterCursor, encodeCursor, keysetPage } from '../pagination.ts';
 import { isoTime } from '../items/view.ts';
 import { writeOutbox } from './outbox.ts';
@@ -88,7 +90,7 @@ export async function parkedCount(db: Db): Promise<number> {
  * them re-sent: `ids`, or every waiting one; only `catalogId`'s when given. Should the broker still
  * refuse one, the relay parks it again. Returns the records re-sent.
  */
-export async function resendParked(db: Db, selection: { ids?: readonly string[]; catalogId?: string }): Promise<ParkedRecord[]> {
+export async function resendParked(db: Db, selection: { ids?: readonly string[]; catalogId?: string }, actor: Actor): Promise<ParkedRecord[]> {
   return db.transactional(async (tx) => {
     const rows = await query<ParkedRow & { payload: string }>(tx, 'parked.resend', sql`
       UPDATE outbox_parked SET resent_at = now()
@@ -102,13 +104,19 @@ export async function resendParked(db: Db, selection: { ids?: readonly string[];
       topic: row.topic, key: row.key, eventId: row.event_id, payload: row.payload,
       ...(row.type === null ? {} : { type: row.type as EventType }), ...(row.catalog_id === null ? {} : { catalogId: row.catalog_id }),
     })));
-    return rows.map(view);
+    const resent = rows.map(view);
+    // A record of no catalog has no catalog's log to go in.
+    await recordAudits(tx, actor, resent.flatMap((record) => (record.catalogId === null ? [] : [{
+      catalogId: record.catalogId, action: 'parked_record.resent', resourceType: 'parked_record', resourceId: record.id,
+      before: { resentAt: null }, after: { resentAt: record.resentAt, eventId: record.eventId, topic: record.topic, eventType: record.eventType },
+    }])));
+    return resent;
   });
 }
 
 /** Re-sends one parked record (resendParked); 404 for an unknown one, 409 for one re-sent already. */
-export async function resendParkedRecord(db: Db, id: string): Promise<ParkedRecord> {
-  const [resent] = isId(id) ? await resendParked(db, { ids: [id.toLowerCase()] }) : [];
+export async function resendParkedRecord(db: Db, id: string, actor: Actor): Promise<ParkedRecord> {
+  const [resent] = isId(id) ? await resendParked(db, { ids: [id.toLowerCase()] }, actor) : [];
   if (resent) return resent;
   const [known] = isId(id) ? await query<{ resent_at: string | null }>(db, 'parked.resent_at', 'SELECT resent_at::text FROM outbox_parked WHERE id = $1', [id.toLowerCase()]) : [];
   if (!known) throw notFound(`Parked record "${id}"`);

@@ -1,11 +1,13 @@
 // Import jobs through the API: creation with its signed upload address, reads, start and cancel.
 import type { ImportCreated, ImportJob } from '../../generated/client.ts';
+import type { Actor } from '../../platform/actor.ts';
 import type { Db } from '../../platform/db/sql.ts';
 import { conflict, notFound, validationError } from '../../platform/errors.ts';
 import { newId } from '../../platform/ids.ts';
 import type { ObjectStorage } from '../../platform/storage/storage.ts';
 import { countActiveJobs, finishJob, insertAwaitingJob, listJobs, loadJob, markQueued } from './job-store.ts';
 import type { JobRow } from './job-store.ts';
+import { recordAudit } from '../audit/audit-log.ts';
 import { TERMINAL, jobView } from './view.ts';
 import type { ImportStatus } from './view.ts';
 
@@ -95,13 +97,16 @@ export async function startImport(db: Db, storage: ObjectStorage, catalogId: str
  * Any non-terminal job → cancelled. Takes the job's row lock, so a batch in flight commits first;
  * the consumer sees the status at its next batch and stops (committed lines stay committed).
  */
-export async function cancelImport(db: Db, catalogId: string, jobId: string): Promise<ImportJob> {
+export async function cancelImport(db: Db, catalogId: string, jobId: string, actor: Actor): Promise<ImportJob> {
   return db.transactional(async (tx) => {
     const job = await findJob(tx, catalogId, jobId, true);
     if (TERMINAL.has(job.status)) {
       throw conflict(`job is already ${job.status}`, [{ path: 'status', message: `is ${job.status}` }]);
     }
+    const before = { status: job.status };
     await finishJob(tx, job, 'cancelled', 'cancelled by request');
-    return jobView(await findJob(tx, catalogId, jobId));
+    const after = jobView(await findJob(tx, catalogId, jobId));
+    await recordAudit(tx, actor, { catalogId, action: 'import.cancelled', resourceType: 'import', resourceId: jobId, before, after: { status: after.status } });
+    return after;
   });
 }

@@ -6,17 +6,19 @@ import { join } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import { finished } from 'node:stream/promises';
 import type { ImportRetryCreated } from '../../generated/client.ts';
+import type { Actor } from '../../platform/actor.ts';
 import type { Db } from '../../platform/db/sql.ts';
 import { newId } from '../../platform/ids.ts';
 import type { ObjectStorage } from '../../platform/storage/storage.ts';
 import { conflict } from '../../platform/errors.ts';
 import { failedLineNumbers, insertQueuedJob } from './job-store.ts';
 import { IMPORT_CONTENT_TYPE, assertCapacity, findJob, importPath } from './jobs.ts';
+import { recordAudit } from '../audit/audit-log.ts';
 import { TERMINAL, jobView } from './view.ts';
 
 const LF = 0x0a;
 
-export async function retryImport(db: Db, storage: ObjectStorage, catalogId: string, jobId: string): Promise<ImportRetryCreated> {
+export async function retryImport(db: Db, storage: ObjectStorage, catalogId: string, jobId: string, actor: Actor): Promise<ImportRetryCreated> {
   const original = await findJob(db, catalogId, jobId);
   if (!TERMINAL.has(original.status)) {
     throw conflict(`job is ${original.status}; only a finished job can be retried`, [{ path: 'status', message: `is ${original.status}` }]);
@@ -40,6 +42,9 @@ export async function retryImport(db: Db, storage: ObjectStorage, catalogId: str
       const job = await db.transactional(async (tx) => {
         await assertCapacity(tx, catalogId);
         await insertQueuedJob(tx, { id: newJobId, catalogId, dryRun: original.dry_run, fileSizeBytes: sizeBytes, storagePath }, jobId);
+        await recordAudit(tx, actor, {
+          catalogId, action: 'import.retried', resourceType: 'import', resourceId: jobId, before: null, after: { retryJobId: newJobId, lines: failedLines.length },
+        });
         return jobView(await findJob(tx, catalogId, newJobId));
       });
       return { jobId: newJobId, retryOf: jobId, storagePath, job };

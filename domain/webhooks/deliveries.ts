@@ -1,7 +1,9 @@
 // The delivery log and the operator's levers on it: list, read with attempts, retry one, recover a window, send a test.
 import type { DeliveryStatus, WebhookDelivery, WebhookDeliveryDetail } from '../../generated/client.ts';
+import type { Actor } from '../../platform/actor.ts';
 import type { Db } from '../../platform/db/sql.ts';
 import { conflict, notFound, validationError } from '../../platform/errors.ts';
+import { recordAudit } from '../audit/audit-log.ts';
 import { domainEvent } from '../events/outbox.ts';
 import { deliveryPage, findDelivery, requeueDelivery, requeueFailed } from './delivery-log.ts';
 import { insertDelivery } from './delivery-store.ts';
@@ -37,11 +39,17 @@ async function activeWebhook(db: Db, catalogId: string, webhookId: string): Prom
 }
 
 /** Due now, whatever its status (see `requeueDelivery`). */
-export async function retryDelivery(db: Db, catalogId: string, webhookId: string, deliveryId: string): Promise<WebhookDelivery> {
+export async function retryDelivery(db: Db, catalogId: string, webhookId: string, deliveryId: string, actor: Actor): Promise<WebhookDelivery> {
   await activeWebhook(db, catalogId, webhookId);
-  const delivery = await requeueDelivery(db, webhookId, deliveryId);
-  if (!delivery) throw notFound('Delivery');
-  return delivery;
+  return db.transactional(async (tx) => {
+    const delivery = await requeueDelivery(tx, webhookId, deliveryId);
+    if (!delivery) throw notFound('Delivery');
+    await recordAudit(tx, actor, {
+      catalogId, action: 'webhook_delivery.retried', resourceType: 'webhook_delivery', resourceId: deliveryId,
+      before: null, after: { webhookId, eventId: delivery.eventId, status: delivery.status },
+    });
+    return delivery;
+  });
 }
 
 /** Checks a recovery window: at most 14 days back, `since` before `until` (default now). */
@@ -55,11 +63,18 @@ export function recoveryWindow(since: string, until: string | undefined, now = D
 
 /** Re-queues the webhook's failed deliveries created in the window (see `requeueFailed`). */
 export async function recoverDeliveries(
-  db: Db, catalogId: string, webhookId: string, window: { since: string; until?: string | undefined },
+  db: Db, catalogId: string, webhookId: string, window: { since: string; until?: string | undefined }, actor: Actor,
 ): Promise<number> {
   const { since, until } = recoveryWindow(window.since, window.until);
   await activeWebhook(db, catalogId, webhookId);
-  return requeueFailed(db, webhookId, since, until);
+  return db.transactional(async (tx) => {
+    const requeued = await requeueFailed(tx, webhookId, since, until);
+    await recordAudit(tx, actor, {
+      catalogId, action: 'webhook.recovered', resourceType: 'webhook', resourceId: webhookId,
+      before: null, after: { since: since.toISOString(), until: until.toISOString(), requeued },
+    });
+    return requeued;
+  });
 }
 
 /** A `webhook.test` event for this webhook only, delivered and retried like any other. */

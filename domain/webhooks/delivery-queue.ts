@@ -4,7 +4,7 @@ import type { Db } from '../../platform/db/sql.ts';
 import { query } from '../../platform/db/sql.ts';
 import { claimDue, pauseWaiting, settle } from './delivery-store.ts';
 import type { ClaimedDelivery, Completion } from './delivery-store.ts';
-import { countExhausted } from './subscriptions.ts';
+import { countExhausted } from './disabling.ts';
 
 /**
  * The first statement of every claim and settle transaction. Claims and settlements are

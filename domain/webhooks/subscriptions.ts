@@ -1,12 +1,15 @@
-// The subscription store: every statement on webhooks (create, read, change, delete, rotate, disable, resume, notices, secrets re-sealed).
+// The subscription store: every statement on webhooks a caller makes (create, read, change, delete, rotate, resume, secrets re-sealed).
+import { LockMode } from '@mikro-orm/core';
 import type { EventSubscription, Webhook as WebhookView, WebhookCreated, WebhookFilter } from '../../generated/client.ts';
 import { SecretKeyError, sealedKeyIdSql } from '../../platform/crypto/secret-box.ts';
 import type { SecretBox } from '../../platform/crypto/secret-box.ts';
+import type { Actor } from '../../platform/actor.ts';
 import { Webhook } from '../../platform/db/entities/webhooks.ts';
 import { query } from '../../platform/db/sql.ts';
 import type { Db } from '../../platform/db/sql.ts';
 import { newId } from '../../platform/ids.ts';
 import { notFound, validationError } from '../../platform/errors.ts';
+import { changedFields, recordAudit } from '../audit/audit-log.ts';
 import { decodeCursor, encodeCursor, keysetPage } from '../pagination.ts';
 import { resumePaused } from './delivery-store.ts';
 import { ROTATION_OVERLAP_MS, newSecret, previousSecretContext, secretContext } from './signing.ts';
@@ -52,44 +55,53 @@ function checkEvents(events: readonly string[]): string[] {
   return [...events];
 }
 
-/** The catalog's webhook, or a 404 (also for another catalog's webhook: ids do not leak across tenants). */
-export async function findWebhook(db: Db, catalogId: string, id: string): Promise<Webhook> {
-  const webhook = await db.findOne(Webhook, { id, catalogId });
+/**
+ * The catalog's webhook, or a 404 (also for another catalog's webhook: ids do not leak across
+ * tenants); `forUpdate` locks its row until the caller's transaction ends, so a change's `before` is what it changed.
+ */
+export async function findWebhook(db: Db, catalogId: string, id: string, forUpdate = false): Promise<Webhook> {
+  const webhook = await db.findOne(Webhook, { id, catalogId }, forUpdate ? { lockMode: LockMode.PESSIMISTIC_WRITE } : {});
   if (!webhook) throw notFound('Webhook');
   return webhook;
 }
 
 /** A new webhook; its secret is shown in the answer alone, and stored sealed. */
-export async function createWebhook(db: Db, secrets: SecretBox, rules: TargetRules, catalogId: string, input: WebhookInput): Promise<WebhookCreated> {
+export async function createWebhook(
+  db: Db, secrets: SecretBox, rules: TargetRules, catalogId: string, input: WebhookInput, actor: Actor,
+): Promise<WebhookCreated> {
   const events = checkEvents(input.events);
   const filterPath = input.filter ? compileFilter(input.filter) : null;
   const url = await checkTargetUrl(input.url, rules);
   const now = new Date();
   const id = newId();
   const secret = newSecret();
-  const webhook = db.create(Webhook, {
-    id,
-    catalogId,
-    url,
-    events,
-    description: input.description ?? null,
-    ownerEmail: input.ownerEmail ?? null,
-    filter: input.filter ?? null,
-    filterPath,
-    ordered: input.ordered ?? false,
-    status: 'active',
-    secret: secrets.seal(secret, secretContext(id)),
-    previousSecret: null,
-    previousSecretExpiresAt: null,
-    consecutiveFailures: 0,
-    lastSuccessAt: null,
-    disabledAt: null,
-    disabledNoticeSentAt: null,
-    createdAt: now,
-    updatedAt: now,
+  return db.transactional(async (tx) => {
+    const webhook = tx.create(Webhook, {
+      id,
+      catalogId,
+      url,
+      events,
+      description: input.description ?? null,
+      ownerEmail: input.ownerEmail ?? null,
+      filter: input.filter ?? null,
+      filterPath,
+      ordered: input.ordered ?? false,
+      status: 'active',
+      secret: secrets.seal(secret, secretContext(id)),
+      previousSecret: null,
+      previousSecretExpiresAt: null,
+      consecutiveFailures: 0,
+      lastSuccessAt: null,
+      disabledAt: null,
+      disabledNoticeSentAt: null,
+      createdAt: now,
+      updatedAt: now,
+    });
+    await tx.flush();
+    const view = webhookView(webhook);
+    await recordAudit(tx, actor, { catalogId, action: 'webhook.created', resourceType: 'webhook', resourceId: id, before: null, after: view });
+    return { ...view, secret };
   });
-  await db.flush();
-  return { ...webhookView(webhook), secret };
 }
 
 export async function listWebhooks(
@@ -106,25 +118,34 @@ export async function listWebhooks(
   return { webhooks: cut.rows.map(webhookView), nextCursor: cut.nextCursor };
 }
 
-export async function updateWebhook(db: Db, rules: TargetRules, catalogId: string, id: string, patch: WebhookPatch): Promise<WebhookView> {
-  const webhook = await findWebhook(db, catalogId, id);
-  if (patch.events !== undefined) webhook.events = checkEvents(patch.events);
-  if (patch.filter !== undefined) {
-    webhook.filterPath = patch.filter === null ? null : compileFilter(patch.filter);
-    webhook.filter = patch.filter;
-  }
-  if (patch.url !== undefined) webhook.url = await checkTargetUrl(patch.url, rules);
-  if (patch.description !== undefined) webhook.description = patch.description;
-  if (patch.ordered !== undefined) webhook.ordered = patch.ordered;
-  webhook.updatedAt = new Date();
-  await db.flush();
-  return webhookView(webhook);
+export async function updateWebhook(db: Db, rules: TargetRules, catalogId: string, id: string, patch: WebhookPatch, actor: Actor): Promise<WebhookView> {
+  return db.transactional(async (tx) => {
+    const webhook = await findWebhook(tx, catalogId, id, true);
+    const before = webhookView(webhook);
+    if (patch.events !== undefined) webhook.events = checkEvents(patch.events);
+    if (patch.filter !== undefined) {
+      webhook.filterPath = patch.filter === null ? null : compileFilter(patch.filter);
+      webhook.filter = patch.filter;
+    }
+    if (patch.url !== undefined) webhook.url = await checkTargetUrl(patch.url, rules);
+    if (patch.description !== undefined) webhook.description = patch.description;
+    if (patch.ordered !== undefined) webhook.ordered = patch.ordered;
+    const change = changedFields(before, webhookView(webhook));
+    if (change === undefined) return before;
+    webhook.updatedAt = new Date();
+    await tx.flush();
+    await recordAudit(tx, actor, { catalogId, action: 'webhook.updated', resourceType: 'webhook', resourceId: id, ...change });
+    return webhookView(webhook);
+  });
 }
 
 /** Deletes the webhook; its deliveries and their attempts go with it (ON DELETE CASCADE). */
-export async function deleteWebhook(db: Db, catalogId: string, id: string): Promise<void> {
-  const deleted = await db.nativeDelete(Webhook, { id, catalogId });
-  if (deleted === 0) throw notFound('Webhook');
+export async function deleteWebhook(db: Db, catalogId: string, id: string, actor: Actor): Promise<void> {
+  await db.transactional(async (tx) => {
+    const webhook = await findWebhook(tx, catalogId, id, true);
+    await tx.nativeDelete(Webhook, { id, catalogId });
+    await recordAudit(tx, actor, { catalogId, action: 'webhook.deleted', resourceType: 'webhook', resourceId: id, before: webhookView(webhook), after: null });
+  });
 }
 
 /**
@@ -132,32 +153,40 @@ export async function deleteWebhook(db: Db, catalogId: string, id: string): Prom
  * the current secret cannot be opened (its key is gone), rotating is the way out: the new secret
  * signs alone at once, as nothing could sign with the old one.
  */
-export async function rotateSecret(db: Db, secrets: SecretBox, catalogId: string, id: string): Promise<{ secret: string; previousSecretExpiresAt: string }> {
-  const webhook = await findWebhook(db, catalogId, id);
-  const now = new Date();
-  let previous: string | null = null;
-  try {
-    previous = secrets.open(webhook.secret, secretContext(webhook.id));
-  } catch (error) {
-    if (!(error instanceof SecretKeyError)) throw error;
-  }
-  const secret = newSecret();
-  webhook.previousSecret = previous === null ? null : secrets.seal(previous, previousSecretContext(webhook.id));
-  webhook.previousSecretExpiresAt = previous === null ? now : new Date(now.getTime() + ROTATION_OVERLAP_MS);
-  webhook.secret = secrets.seal(secret, secretContext(webhook.id));
-  webhook.updatedAt = now;
-  await db.flush();
-  return { secret, previousSecretExpiresAt: webhook.previousSecretExpiresAt.toISOString() };
+export async function rotateSecret(
+  db: Db, secrets: SecretBox, catalogId: string, id: string, actor: Actor,
+): Promise<{ secret: string; previousSecretExpiresAt: string }> {
+  return db.transactional(async (tx) => {
+    const webhook = await findWebhook(tx, catalogId, id, true);
+    const before = { previousSecretExpiresAt: webhook.previousSecretExpiresAt?.toISOString() ?? null };
+    const now = new Date();
+    let previous: string | null = null;
+    try {
+      previous = secrets.open(webhook.secret, secretContext(webhook.id));
+    } catch (error) {
+      if (!(error instanceof SecretKeyError)) throw error;
+    }
+    const secret = newSecret();
+    webhook.previousSecret = previous === null ? null : secrets.seal(previous, previousSecretContext(webhook.id));
+    webhook.previousSecretExpiresAt = previous === null ? now : new Date(now.getTime() + ROTATION_OVERLAP_MS);
+    webhook.secret = secrets.seal(secret, secretContext(webhook.id));
+    webhook.updatedAt = now;
+    await tx.flush();
+    const after = { previousSecretExpiresAt: webhook.previousSecretExpiresAt.toISOString() };
+    await recordAudit(tx, actor, { catalogId, action: 'webhook.secret_rotated', resourceType: 'webhook', resourceId: id, before, after });
+    return { secret, ...after };
+  });
 }
 
 /**
  * Active again with a zero counter; the deliveries paused while it was disabled become due now.
  * Resuming an active webhook changes nothing.
  */
-export async function resumeWebhook(db: Db, catalogId: string, id: string): Promise<WebhookView> {
+export async function resumeWebhook(db: Db, catalogId: string, id: string, actor: Actor): Promise<WebhookView> {
   return db.transactional(async (tx) => {
-    const webhook = await findWebhook(tx, catalogId, id);
-    if (webhook.status === 'active') return webhookView(webhook);
+    const webhook = await findWebhook(tx, catalogId, id, true);
+    const before = webhookView(webhook);
+    if (webhook.status === 'active') return before;
     webhook.status = 'active';
     webhook.consecutiveFailures = 0;
     webhook.disabledAt = null;
@@ -165,7 +194,9 @@ export async function resumeWebhook(db: Db, catalogId: string, id: string): Prom
     webhook.updatedAt = new Date();
     await tx.flush();
     await resumePaused(tx, id);
-    return webhookView(webhook);
+    const after = webhookView(webhook);
+    await recordAudit(tx, actor, { catalogId, action: 'webhook.resumed', resourceType: 'webhook', resourceId: id, ...changedFields(before, after)! });
+    return after;
   });
 }
 
@@ -177,63 +208,6 @@ export async function catalogsWithActiveWebhooks(db: Db, catalogIds: readonly st
   const rows = await query<{ catalog_id: string }>(db,
     `SELECT DISTINCT catalog_id FROM webhooks WHERE catalog_id = ANY($1::uuid[]) AND status = 'active'`, [catalogIds]);
   return new Set(rows.map((r) => r.catalog_id));
-}
-
-/**
- * Applies each webhook's run of consecutive exhausted deliveries (`reset`: a success started it
- * again at `add`) and disables the active ones whose count reaches `disableAfter`; returns those.
- */
-export async function countExhausted(
-  db: Db, runs: ReadonlyMap<string, { reset: boolean; add: number }>, disableAfter: number,
-): Promise<string[]> {
-  const ids = [...runs.keys()];
-  const rows = await query<{ id: string; just_disabled: boolean }>(db,
-    `WITH v AS (SELECT * FROM unnest($1::uuid[], $2::boolean[], $3::int[]) AS v(id, reset, add))
-     UPDATE webhooks w
-        SET consecutive_failures = CASE WHEN v.reset THEN v.add ELSE w.consecutive_failures + v.add END,
-            status = CASE WHEN w.status = 'active' AND (CASE WHEN v.reset THEN v.add ELSE w.consecutive_failures + v.add END) >= $4
-                          THEN 'disabled' ELSE w.status END,
-            disabled_at = CASE WHEN w.status = 'active' AND (CASE WHEN v.reset THEN v.add ELSE w.consecutive_failures + v.add END) >= $4
-                               THEN now() ELSE w.disabled_at END,
-            updated_at = now()
-       FROM v
-      -- A success on a webhook whose counter is already 0 writes nothing.
-      WHERE w.id = v.id AND (v.add > 0 OR w.consecutive_failures <> 0)
-      RETURNING w.id, (w.status = 'disabled' AND w.disabled_at = now()) AS just_disabled`,
-    [ids, ids.map((id) => runs.get(id)!.reset), ids.map((id) => runs.get(id)!.add), disableAfter]);
-  return rows.filter((r) => r.just_disabled).map((r) => r.id);
-}
-
-export interface DisableNotice {
-  readonly webhookId: string;
-  readonly url: string;
-  readonly catalogId: string;
-  readonly catalogName: string;
-  readonly recipient: string;
-  readonly consecutiveFailures: number;
-  readonly disabledAt: Date;
-}
-
-/** Locks one disabled webhook whose owner was not told yet (inside the caller's transaction). */
-export async function lockPendingNotice(tx: Db): Promise<DisableNotice | undefined> {
-  const [row] = await query<{
-    id: string; url: string; catalog_id: string; catalog_name: string; recipient: string; consecutive_failures: number; disabled_at: string;
-  }>(tx,
-    `SELECT w.id, w.url, w.catalog_id, c.name AS catalog_name, coalesce(w.owner_email, c.owner_email) AS recipient,
-            w.consecutive_failures, w.disabled_at
-       FROM webhooks w JOIN catalogs c ON c.id = w.catalog_id
-      WHERE w.status = 'disabled' AND w.disabled_notice_sent_at IS NULL
-      ORDER BY w.disabled_at LIMIT 1
-      FOR UPDATE OF w SKIP LOCKED`);
-  if (!row) return undefined;
-  return {
-    webhookId: row.id, url: row.url, catalogId: row.catalog_id, catalogName: row.catalog_name,
-    recipient: row.recipient, consecutiveFailures: row.consecutive_failures, disabledAt: new Date(row.disabled_at),
-  };
-}
-
-export async function markNoticeSent(tx: Db, webhookId: string): Promise<void> {
-  await query(tx, 'UPDATE webhooks SET disabled_notice_sent_at = now() WHERE id = $1', [webhookId]);
 }
 
 /** How many webhook secrets each key seals (`catalog secrets status`); the key id read by sealedKeyIdSql. */

@@ -2,4 +2,4 @@
 import { resendParkedRecord as resend } from '../../domain/events/parked.ts';
 import type { Handler } from '../handler.ts';
 
-export const resendParkedRecord: Handler<'resendParkedRecord'> = async ({ params, em }) => ({ status: 202, data: await resend(em, params.recordId) });
+export const resendParkedRecord: Handler<'resendParkedRecord'> = async ({ actor, params, em }) => ({ status: 202, data: await resend(em, params.recordId, actor) });

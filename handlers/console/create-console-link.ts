@@ -2,7 +2,7 @@
 import { mintConsoleLink } from '../../domain/access/console-links.ts';
 import type { Handler } from '../handler.ts';
 
-export const createConsoleLink: Handler<'createConsoleLink'> = async ({ body, em, services }) => ({
+export const createConsoleLink: Handler<'createConsoleLink'> = async ({ actor, body, em, services }) => ({
   status: 201,
-  data: await mintConsoleLink(em, body, services.config.publicBaseUrl),
+  data: await mintConsoleLink(em, body, services.config.publicBaseUrl, actor),
 });

@@ -2,4 +2,4 @@
 import { endConsoleSession as end } from '../../domain/access/console-links.ts';
 import type { Handler } from '../handler.ts';
 
-export const endConsoleSession: Handler<'endConsoleSession'> = async ({ auth, em }) => ({ status: 200, data: await end(em, auth.keyId) });
+export const endConsoleSession: Handler<'endConsoleSession'> = async ({ auth, actor, em }) => ({ status: 200, data: await end(em, auth.keyId, actor) });

@@ -2,7 +2,7 @@
 import { redeemConsoleLink as redeem } from '../../domain/access/console-links.ts';
 import type { Handler } from '../handler.ts';
 
-export const redeemConsoleLink: Handler<'redeemConsoleLink'> = async ({ body, em, services }) => ({
+export const redeemConsoleLink: Handler<'redeemConsoleLink'> = async ({ actor, body, em, services }) => ({
   status: 201,
-  data: await redeem(em, body.link, services.config.environment),
+  data: await redeem(em, body.link, services.config.environment, actor),
 });

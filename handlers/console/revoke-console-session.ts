@@ -2,4 +2,4 @@
 import { revokeConsoleSession as revoke } from '../../domain/access/console-links.ts';
 import type { Handler } from '../handler.ts';
 
-export const revokeConsoleSession: Handler<'revokeConsoleSession'> = async ({ params, em }) => ({ status: 200, data: await revoke(em, params.sessionId) });
+export const revokeConsoleSession: Handler<'revokeConsoleSession'> = async ({ actor, params, em }) => ({ status: 200, data: await revoke(em, params.sessionId, actor) });

@@ -2,7 +2,7 @@
 import { cancelImport as cancel } from '../../domain/imports/jobs.ts';
 import type { Handler } from '../handler.ts';
 
-export const cancelImport: Handler<'cancelImport'> = async ({ auth, params, em }) => ({
+export const cancelImport: Handler<'cancelImport'> = async ({ auth, actor, params, em }) => ({
   status: 200,
-  data: await cancel(em, auth.catalogId, params.jobId),
+  data: await cancel(em, auth.catalogId, params.jobId, actor),
 });

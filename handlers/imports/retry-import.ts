@@ -2,7 +2,7 @@
 import { retryImport as retry } from '../../domain/imports/retry.ts';
 import type { Handler } from '../handler.ts';
 
-export const retryImport: Handler<'retryImport'> = async ({ auth, params, em, services }) => ({
+export const retryImport: Handler<'retryImport'> = async ({ auth, actor, params, em, services }) => ({
   status: 201,
-  data: await retry(em, services.storage, auth.catalogId, params.jobId),
+  data: await retry(em, services.storage, auth.catalogId, params.jobId, actor),
 });

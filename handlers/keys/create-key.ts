@@ -2,7 +2,7 @@
 import { issueKey } from '../../domain/access/keys.ts';
 import type { Handler } from '../handler.ts';
 
-export const createKey: Handler<'createKey'> = async ({ auth, body, em, services }) => ({
+export const createKey: Handler<'createKey'> = async ({ auth, actor, body, em, services }) => ({
   status: 201,
-  data: await issueKey(em, auth, body, services.config.environment),
+  data: await issueKey(em, auth, body, services.config.environment, actor),
 });

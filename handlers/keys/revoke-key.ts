@@ -2,4 +2,4 @@
 import { revokeCatalogKey } from '../../domain/access/keys.ts';
 import type { Handler } from '../handler.ts';
 
-export const revokeKey: Handler<'revokeKey'> = async ({ auth, params, em }) => ({ status: 200, data: await revokeCatalogKey(em, auth.catalogId, params.keyId) });
+export const revokeKey: Handler<'revokeKey'> = async ({ auth, actor, params, em }) => ({ status: 200, data: await revokeCatalogKey(em, auth.catalogId, params.keyId, actor) });

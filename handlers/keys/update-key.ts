@@ -2,7 +2,7 @@
 import { limitCatalogKey } from '../../domain/access/keys.ts';
 import type { Handler } from '../handler.ts';
 
-export const updateKey: Handler<'updateKey'> = async ({ auth, params, body, em }) => ({
+export const updateKey: Handler<'updateKey'> = async ({ auth, actor, params, body, em }) => ({
   status: 200,
-  data: await limitCatalogKey(em, auth.catalogId, params.keyId, body),
+  data: await limitCatalogKey(em, auth.catalogId, params.keyId, body, actor),
 });

@@ -3,8 +3,8 @@ import { recoverDeliveries } from '../../domain/webhooks/deliveries.ts';
 import { API_PREFIX } from '../../platform/http/contract.ts';
 import type { Handler } from '../handler.ts';
 
-export const recoverWebhook: Handler<'recoverWebhook'> = async ({ auth, params, body: window, em }) => {
-  const requeued = await recoverDeliveries(em, auth.catalogId, params.id, window);
+export const recoverWebhook: Handler<'recoverWebhook'> = async ({ auth, actor, params, body: window, em }) => {
+  const requeued = await recoverDeliveries(em, auth.catalogId, params.id, window, actor);
   const query = new URLSearchParams({ since: window.since, ...(window.until ? { until: window.until } : {}) });
   return { status: 202, data: { requeued, eventsUrl: `${API_PREFIX}/events?${query}` } };
 };

@@ -2,7 +2,7 @@
 import { retryDelivery } from '../../domain/webhooks/deliveries.ts';
 import type { Handler } from '../handler.ts';
 
-export const retryWebhookDelivery: Handler<'retryWebhookDelivery'> = async ({ auth, params, em }) => ({
+export const retryWebhookDelivery: Handler<'retryWebhookDelivery'> = async ({ auth, actor, params, em }) => ({
   status: 202,
-  data: await retryDelivery(em, auth.catalogId, params.id, params.deliveryId),
+  data: await retryDelivery(em, auth.catalogId, params.id, params.deliveryId, actor),
 });

@@ -2,7 +2,7 @@
 import { rotateSecret } from '../../domain/webhooks/subscriptions.ts';
 import type { Handler } from '../handler.ts';
 
-export const rotateWebhookSecret: Handler<'rotateWebhookSecret'> = async ({ auth, params, em, services }) => ({
+export const rotateWebhookSecret: Handler<'rotateWebhookSecret'> = async ({ auth, actor, params, em, services }) => ({
   status: 200,
-  data: await rotateSecret(em, services.secrets, auth.catalogId, params.id),
+  data: await rotateSecret(em, services.secrets, auth.catalogId, params.id, actor),
 });

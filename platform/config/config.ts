@@ -69,6 +69,8 @@ export interface Config {
   readonly eventRetentionDays: number;
   /** ITEM_VERSION_RETENTION_DAYS: how long an item's versions are kept (and restorable). */
   readonly itemVersionRetentionDays: number;
+  /** AUDIT_LOG_RETENTION_DAYS: how long the audit log keeps an entry. */
+  readonly auditLogRetentionDays: number;
   readonly outboundAllowPrivate: boolean;
   /** Media ingestion (docs/media.md). */
   readonly media: MediaConfig;
@@ -268,6 +270,7 @@ export function loadConfig(env: Env = process.env): Config {
     webhookAllowHttp: bool(env, 'WEBHOOK_ALLOW_HTTP', false),
     eventRetentionDays: int(env, 'EVENT_RETENTION_DAYS', 30, 1, 3650),
     itemVersionRetentionDays: int(env, 'ITEM_VERSION_RETENTION_DAYS', 90, 1, 3650),
+    auditLogRetentionDays: int(env, 'AUDIT_LOG_RETENTION_DAYS', 365, 1, 3650),
     outboundAllowPrivate: bool(env, 'OUTBOUND_ALLOW_PRIVATE', false),
     media: Object.freeze({
       refreshAgeHours: int(env, 'MEDIA_REFRESH_AGE_HOURS', 24, 0, 24 * 365),

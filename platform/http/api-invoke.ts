@@ -1,6 +1,7 @@
 // Calls an operation's handler: its context, the database it reads, the Idempotency-Key's transaction, another try after a lost connection.
 import type { IncomingMessage } from 'node:http';
 import { Readable } from 'node:stream';
+import type { Actor } from '../actor.ts';
 import { isConnectionError, retryOnConnectionLoss } from '../db/connections.ts';
 import type { Orm } from '../db/orm.ts';
 import { hasSqlState } from '../db/pg-errors.ts';
@@ -25,6 +26,8 @@ export interface Invocation {
   requestId: string;
   /** Undefined only on a public operation. */
   auth: Auth | undefined;
+  /** The caller's address (client-address.ts), recorded with what the request changes. */
+  clientAddress: string;
 }
 
 /** Operations whose contract declares the Idempotency-Key header honour it; others ignore it. */
@@ -45,6 +48,8 @@ export function mayRetry(method: string, operationId: string, keyed: boolean): b
 export async function invokeHandler(invocation: Invocation, input: UntypedRequest): Promise<HandlerResult> {
   const { services, handler, operation, req, path, requestId, auth } = invocation;
   const { operationId } = operation;
+  // A public operation's actor is nobody yet: redeeming a console link makes it the new session.
+  const actor: Actor = { kind: auth?.kind ?? 'console', keyId: auth?.keyId ?? null, operator: null, requestId, clientAddress: invocation.clientAddress };
   // The request's logger and entity manager are made on first use: most requests never log, and
   // a group of single upserts runs on one entity manager, not one per request. Each costs a few
   // percent of a single upsert's CPU (bench/results/, bench:items).
@@ -52,7 +57,7 @@ export async function invokeHandler(invocation: Invocation, input: UntypedReques
   const contextWith = (makeEm: () => HandlerContext['em']): HandlerContext => {
     let em: HandlerContext['em'] | undefined;
     return {
-      operationId, requestId, auth: auth!, params: input.params, query: input.query, headers: req.headers, body: input.body, services,
+      operationId, requestId, auth: auth!, actor, params: input.params, query: input.query, headers: req.headers, body: input.body, services,
       get em() {
         return (em ??= makeEm());
       },

@@ -37,7 +37,7 @@ export async function serveApi(
     const body = await readRequestBody(req, operation);
     const input = validateRequest(services, operation, request, pathParams, body);
     const handler = handlers.get(operation.operationId)!;
-    const result = await invokeHandler({ services, handler, operation, req, path: request.path, requestId, auth: caller.auth }, input);
+    const result = await invokeHandler({ services, handler, operation, req, path: request.path, requestId, auth: caller.auth, clientAddress: caller.address }, input);
     await sendResult(res, result, headers);
   } catch (error) {
     answerError(services, res, error, requestId, headers);

@@ -16,7 +16,8 @@ const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'tr
 // Bulk upserts carry up to 1,000 items of up to ~16 KB of metadata each (the contract's BulkUpsertRequest and ItemPayload).
 const BODY_LIMITS: Record<string, number> = { bulkUpsertItems: 32 * 1024 * 1024 };
 
-export type Caller = AuthOutcome & { refusal?: Refusal };
+/** The caller's key and budget, and the address they call from (client-address.ts). */
+export type Caller = AuthOutcome & { refusal?: Refusal; address: string };
 
 /** The request as the router and the validator read it. */
 export interface ApiRequest {
@@ -46,7 +47,7 @@ class MethodNotAllowedError extends ProductError {
 export function identifyCaller(services: Services, req: IncomingMessage): Promise<Caller> {
   // A lost connection rolled the rate-limit count back with everything else: counting again is right.
   const address = clientAddress(req, services.config.trustProxyHops);
-  return retryOnConnectionLoss(() => authenticate(services, req.headers.authorization, address));
+  return retryOnConnectionLoss(async () => ({ ...await authenticate(services, req.headers.authorization, address), address }));
 }
 
 /** Refuses a caller over their budget (429), then one whose key is not valid here (401) or not from here (403). */

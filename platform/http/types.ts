@@ -1,6 +1,7 @@
 // The shapes a handler sees and returns: the door between HTTP and the domain.
 import type { Readable } from 'node:stream';
 import type { EntityManager } from '@mikro-orm/postgresql';
+import type { Actor } from '../actor.ts';
 import type { Orm } from '../db/orm.ts';
 import type { ReadReplica } from '../db/read-replica.ts';
 import type { Config } from '../config/config.ts';
@@ -12,10 +13,12 @@ import type { Metrics } from '../metrics.ts';
 import type { RateLimitState } from './rate-limit.ts';
 import type { Readiness } from './ops.ts';
 
-export type Scope = 'catalog:read' | 'catalog:write' | 'bulk_import:manage' | 'webhooks:manage' | 'stock:write' | 'keys:manage';
+export type Scope = 'catalog:read' | 'catalog:write' | 'bulk_import:manage' | 'webhooks:manage' | 'stock:write' | 'keys:manage' | 'audit:read';
 
 export interface Auth {
   keyId: string;
+  /** An API key, or a session a console link was redeemed for. */
+  kind: 'key' | 'console';
   catalogId: string;
   scopes: readonly string[];
   tier: string;
@@ -58,6 +61,8 @@ export interface HandlerContext<Request extends { params: unknown; query: unknow
   requestId: string;
   /** Present on every operation that requires a key; the catalog always comes from the key. */
   auth: Auth;
+  /** Who makes the request, as the audit log records it: the credential, the request id, the client's address. */
+  actor: Actor;
   params: Request['params'];
   query: Request['query'];
   headers: Record<string, string | string[] | undefined>;

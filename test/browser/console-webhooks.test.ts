@@ -1,6 +1,7 @@
 // The support colleague's delivery journey: a filtered, ordered webhook made in the console against
 // a shop endpoint that fails until the webhook is disabled, the failure read in the delivery log,
-// the webhook resumed and the delivery retried once the shop is back.
+// the webhook resumed and the delivery retried once the shop is back; then "who removed our
+// filter?" answered from the webhook's audit log.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { eventually, expectAccessible, openLink, screenshot, skipBrowser, startConsoleRig, WAIT_MS } from '../helpers/console.ts';
@@ -92,6 +93,26 @@ test('creates a filtered, ordered webhook, sees a price change fail at the shop 
   }, 'the webhook shows its last success');
   await expectAccessible(page, 'a webhook with its delivery log');
   await screenshot(page, 'webhook');
+
+  // The ERP's key removes the filter; the webhook's audit log says who, from where, in which request.
+  const hookId = decodeURIComponent(new URL(page.url()).hash).split('/')[2]!;
+  const patched = await fetch(`${rig.svc.url}/api/v1/catalog/webhooks/${hookId}`, {
+    method: 'PATCH', body: JSON.stringify({ filter: null }),
+    headers: { Authorization: `Bearer ${tenant.key}`, 'content-type': 'application/json', 'x-request-id': 'erp-change-7' },
+  });
+  assert.equal(patched.status, 200);
+  await page.getByRole('link', { name: 'Who changed this webhook' }).click();
+  const entries = page.getByRole('list', { name: 'Changes, newest first' }).getByRole('listitem');
+  await entries.first().getByText('webhook.updated', { exact: true }).waitFor();
+  const newest = await entries.first().innerText();
+  assert.match(newest, new RegExp(`by key ${tenant.key.slice(0, 13)}… from 127\\.0\\.0\\.1, request erp-change-7`));
+  assert.match(await page.getByRole('table', { name: 'What webhook.updated changed' }).innerText(), /filter\s+\{[\s\S]*changedFields[\s\S]*\}\s+null/);
+  const actions = await Promise.all((await entries.getByRole('heading').all()).map((heading) => heading.innerText()));
+  assert.deepEqual(actions.map((text) => text.split(/\s/)[0]), ['webhook.updated', 'webhook.resumed', 'webhook.disabled', 'webhook.created'], 'newest first');
+  assert.match(await entries.nth(2).innerText(), /by the service/);
+  assert.match(await entries.nth(1).innerText(), /by this console session/);
+  await expectAccessible(page, 'a webhook\'s audit log');
+  await screenshot(page, 'audit-log');
   assert.deepEqual(violations, []);
   await page.close();
 });

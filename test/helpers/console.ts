@@ -11,7 +11,7 @@ import type { Tenant, TestService } from './service.ts';
 
 const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 const SCREENSHOTS = new URL('../../docs/images/', import.meta.url);
-export const CATALOG_SCOPES = ['catalog:read', 'catalog:write', 'bulk_import:manage', 'webhooks:manage', 'stock:write', 'keys:manage'];
+export const CATALOG_SCOPES = ['catalog:read', 'catalog:write', 'bulk_import:manage', 'webhooks:manage', 'stock:write', 'keys:manage', 'audit:read'];
 
 /** How long a journey waits for the service to do something in the background (TEST_WAIT_MS). */
 export const WAIT_MS = Number(process.env.TEST_WAIT_MS ?? 60_000);

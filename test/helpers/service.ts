@@ -17,6 +17,7 @@ import { sharedBrokers, topicPrefixFor } from './kafka.ts';
 import { testRuntime } from './runtime.ts';
 import type { Runtime } from './runtime.ts';
 import { TEST_SECRETS_KEY, dropTopics, launchService } from './spawned-service.ts';
+import { cliActor } from '../../platform/actor.ts';
 
 export { TEST_SECRETS_KEY };
 
@@ -46,7 +47,7 @@ export interface Tenant {
   key: string;
 }
 
-export const ALL_SCOPES = ['catalog:read', 'catalog:write', 'bulk_import:manage', 'webhooks:manage', 'stock:write', 'keys:manage'];
+export const ALL_SCOPES = ['catalog:read', 'catalog:write', 'bulk_import:manage', 'webhooks:manage', 'stock:write', 'keys:manage', 'audit:read'];
 
 let tenantCounter = 0;
 
@@ -103,13 +104,13 @@ export async function startTestService(file: string, overrides: Record<string, s
       const catalog = await createCatalog(em, {
         name: options.name ?? `tenant-${process.pid}-${tenantCounter}-${Date.now()}`,
         ownerEmail: `owner${tenantCounter}@merchant.example`,
-      });
+      }, cliActor());
       const issued = await createApiKey(em, {
         catalogId: catalog.id,
         scopes: options.scopes ?? ALL_SCOPES,
         tier: options.tier ?? 'enterprise',
         environment: config.environment,
-      });
+      }, cliActor());
       return { catalogId: catalog.id, keyId: issued.record.id, key: issued.key };
     },
     async close() {

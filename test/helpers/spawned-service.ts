@@ -19,6 +19,7 @@ import { sharedBrokers, topicPrefixFor } from './kafka.ts';
 import { RUNTIMES, runtimeCommand } from './runtime.ts';
 import type { Runtime } from './runtime.ts';
 import type { Tenant } from './service.ts';
+import { cliActor } from '../../platform/actor.ts';
 
 export type { Runtime };
 export { RUNTIMES };
@@ -196,7 +197,7 @@ export async function spawnService(file: string, runtime: Runtime, options: Spaw
   }
 
   const issue = async (catalogId: string, scopes: string[], tier: string): Promise<Tenant> => {
-    const issued = await createApiKey(orm.em.fork(), { catalogId, scopes, tier });
+    const issued = await createApiKey(orm.em.fork(), { catalogId, scopes, tier }, cliActor());
     return { catalogId, keyId: issued.record.id, key: issued.key };
   };
 
@@ -210,7 +211,7 @@ export async function spawnService(file: string, runtime: Runtime, options: Spaw
       const catalog = await createCatalog(orm.em.fork(), {
         name: tenantOptions.name ?? `${label}-${process.pid}-${tenantCounter}-${Date.now()}`,
         ownerEmail: `owner${tenantCounter}@merchant.example`,
-      });
+      }, cliActor());
       return issue(catalog.id, tenantOptions.scopes ?? [...SCOPES], tenantOptions.tier ?? 'enterprise');
     },
     newKey: (catalogId, keyOptions = {}) => issue(catalogId, keyOptions.scopes ?? [...SCOPES], keyOptions.tier ?? 'enterprise'),

@@ -184,7 +184,7 @@ test('console prints the link alone on its last line: the token in its fragment 
 
   const everything = await catalog('console', '--catalog', 'Console Shop');
   assert.equal(everything.code, 0, everything.stderr);
-  assert.match(everything.stdout, /scopes catalog:read,catalog:write,bulk_import:manage,webhooks:manage,stock:write,keys:manage\)/);
+  assert.match(everything.stdout, /scopes catalog:read,catalog:write,bulk_import:manage,webhooks:manage,stock:write,keys:manage,audit:read\)/);
   const admin = await catalog('console', '--catalog', 'Console Shop', '--scopes', 'admin');
   assert.equal(admin.code, 1);
   assert.match(admin.stderr, /not a catalog scope: admin/);

@@ -9,6 +9,7 @@ import { clientOptions } from '../helpers/client.ts';
 import { startTestService, testEnv } from '../helpers/service.ts';
 import type { Tenant, TestService } from '../helpers/service.ts';
 import { cliCommand } from '../helpers/runtime.ts';
+import { cliActor } from '../../platform/actor.ts';
 
 const FILE = import.meta.filename;
 const PRODUCTION = 'https://catalog.example.com';
@@ -35,7 +36,7 @@ test('a staging deployment issues cat_test_ keys (CLI too), takes them, and refu
   assert.equal((await api.listItems({}, clientOptions(staging.url, cliKey))).status, 200);
 
   // A production key, even one stored in this very database, is refused before any lookup.
-  const { key: live } = await createApiKey(staging.orm.em.fork(), { catalogId: tenant.catalogId, scopes: ['catalog:read'], tier: 'free', environment: 'production' });
+  const { key: live } = await createApiKey(staging.orm.em.fork(), { catalogId: tenant.catalogId, scopes: ['catalog:read'], tier: 'free', environment: 'production' }, cliActor());
   assert.match(live, /^cat_live_/);
   const refused = await api.listItems({}, clientOptions(staging.url, live));
   assert.equal(refused.status, 401);

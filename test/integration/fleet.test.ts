@@ -26,6 +26,7 @@ import type { ServiceProcess } from '../helpers/spawned-service.ts';
 import { testEnv } from '../helpers/service.ts';
 import { startReceiver } from '../helpers/webhook-receiver.ts';
 import type { Receiver } from '../helpers/webhook-receiver.ts';
+import { cliActor } from '../../platform/actor.ts';
 
 const FILE = import.meta.filename;
 const JOBS_PER_TENANT = 3;
@@ -111,8 +112,8 @@ test('2 api and 3 consumers processes through kills, dropped connections, a brok
   const consumers = [await startConsumers('consumers-1'), await startConsumers('consumers-2'), await startConsumers('consumers-3')];
 
   const tenants = await Promise.all(['A', 'B'].map(async (name) => {
-    const catalog = await createCatalog(orm.em.fork(), { name: `fleet-${name}-${Date.now()}`, ownerEmail: `fleet-${name}@merchant.example` });
-    const { key } = await createApiKey(orm.em.fork(), { catalogId: catalog.id, scopes: ['catalog:read', 'catalog:write', 'bulk_import:manage', 'webhooks:manage'], tier: 'enterprise' });
+    const catalog = await createCatalog(orm.em.fork(), { name: `fleet-${name}-${Date.now()}`, ownerEmail: `fleet-${name}@merchant.example` }, cliActor());
+    const { key } = await createApiKey(orm.em.fork(), { catalogId: catalog.id, scopes: ['catalog:read', 'catalog:write', 'bulk_import:manage', 'webhooks:manage'], tier: 'enterprise' }, cliActor());
     const path = `/hook-${name}`;
     const hook = expectData(await api.createWebhook({ url: receiver.url(path), events: ['item.created', 'item.updated', 'import.completed'] }, {}, clientOptions(apiOne.url, key)), 201);
     receiver.secrets(path, [hook.secret]);

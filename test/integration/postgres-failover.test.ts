@@ -34,6 +34,7 @@ import { startUpsertLoad } from '../helpers/upsert-load.ts';
 import type { UpsertLoad } from '../helpers/upsert-load.ts';
 import { startReceiver } from '../helpers/webhook-receiver.ts';
 import type { Receiver } from '../helpers/webhook-receiver.ts';
+import { cliActor } from '../../platform/actor.ts';
 
 const FILE = import.meta.filename;
 const LINES = 3000;
@@ -103,8 +104,8 @@ async function startBed(t: TestContext, synchronous: boolean): Promise<Bed> {
 
   const orm = await openDatabase({ databaseUrl, logger: createLogger('silent'), poolSize: 2, migrate: false, create: false });
   try {
-    const catalog = await createCatalog(orm.em.fork(), { name: `failover-${mode}-${Date.now()}`, ownerEmail: 'failover@merchant.example' });
-    const { key } = await createApiKey(orm.em.fork(), { catalogId: catalog.id, scopes: ['catalog:read', 'catalog:write', 'bulk_import:manage', 'webhooks:manage'], tier: 'enterprise' });
+    const catalog = await createCatalog(orm.em.fork(), { name: `failover-${mode}-${Date.now()}`, ownerEmail: 'failover@merchant.example' }, cliActor());
+    const { key } = await createApiKey(orm.em.fork(), { catalogId: catalog.id, scopes: ['catalog:read', 'catalog:write', 'bulk_import:manage', 'webhooks:manage'], tier: 'enterprise' }, cliActor());
     return { mode, pair, proxy, databaseUrl, api: apiProcess, consumers, receiver, catalogId: catalog.id, key };
   } finally {
     await orm.close();

@@ -32,11 +32,12 @@ test('the handler gets the validated request, and an entity manager only when it
     seen.push(context);
     return { status: 200, data: { id: context.params.id } };
   };
-  const auth = { keyId: 'k', catalogId: 'c', scopes: [], tier: 'free' };
-  const answer = await invokeHandler({ services, handler, operation: operation('getWebhook'), req: req('GET'), path: '/p', requestId: 'r1', auth }, input);
+  const auth = { keyId: 'k', kind: 'key' as const, catalogId: 'c', scopes: [], tier: 'free' };
+  const answer = await invokeHandler({ services, handler, operation: operation('getWebhook'), req: req('GET'), path: '/p', requestId: 'r1', auth, clientAddress: '192.0.2.1' }, input);
   assert.deepEqual(answer, { status: 200, data: { id: 'w1' } });
   const [context] = seen;
   assert.deepEqual([context!.operationId, context!.requestId, context!.auth, context!.query, context!.body], ['getWebhook', 'r1', auth, { limit: 5 }, { name: 'x' }]);
+  assert.deepEqual(context!.actor, { kind: 'key', keyId: 'k', operator: null, requestId: 'r1', clientAddress: '192.0.2.1' });
   assert.equal(forks.length, 0, 'no entity manager until the handler reads one');
   assert.equal(context!.em, context!.em);
   assert.equal(forks.length, 1);
@@ -50,7 +51,7 @@ test('a read runs again on a new entity manager after a lost connection; a plain
     if ((tries += 1) === 1) throw lostConnection();
     return { status: 200, data: {} };
   };
-  const invocation = { services, handler: flaky, path: '/p', requestId: 'r', auth: undefined };
+  const invocation = { services, handler: flaky, path: '/p', requestId: 'r', auth: undefined, clientAddress: '192.0.2.1' };
   await invokeHandler({ ...invocation, operation: operation('listWebhooks'), req: req('GET') }, input);
   assert.deepEqual([tries, forks.length], [2, 2]);
   tries = 0;
@@ -84,7 +85,7 @@ const whereRead = async (context: HandlerContext): Promise<HandlerResult> => ({ 
 
 test('a marked read goes to the replica while it is well, else to the primary; an unmarked one always to the primary', async () => {
   const well = replicated(true);
-  const call = (services: Services, op: RoutedOperation) => invokeHandler({ services, handler: whereRead, operation: op, req: req('GET'), path: '/p', requestId: 'r', auth: undefined }, input);
+  const call = (services: Services, op: RoutedOperation) => invokeHandler({ services, handler: whereRead, operation: op, req: req('GET'), path: '/p', requestId: 'r', auth: undefined, clientAddress: '192.0.2.1' }, input);
   assert.deepEqual(await call(well.services, marked('listItems')), { status: 200, data: { where: 'replica' } });
   assert.deepEqual(await call(well.services, operation('getItem')), { status: 200, data: { where: 'primary' } });
   assert.deepEqual(await well.reads(), { replica: 1 }, 'an unmarked read is not counted');
@@ -100,7 +101,7 @@ test('a replica try that lost its connection, or that replay cancelled, runs aga
     return whereRead(context);
   };
   const call = (handler: (context: HandlerContext) => Promise<HandlerResult>) =>
-    invokeHandler({ services, handler, operation: marked('listEvents'), req: req('GET'), path: '/p', requestId: 'r', auth: undefined }, input);
+    invokeHandler({ services, handler, operation: marked('listEvents'), req: req('GET'), path: '/p', requestId: 'r', auth: undefined, clientAddress: '192.0.2.1' }, input);
   assert.deepEqual(await call(failOnReplica(lostConnection())), { status: 200, data: { where: 'primary' } });
   assert.equal(lost.length, 1, 'the replica is told, so the next reads skip it until a check finds it well');
   const conflict = Object.assign(new Error('canceling statement due to conflict with recovery'), { code: '40001' });
@@ -123,7 +124,7 @@ test('a streamed answer from the replica that fails before its first chunk is re
     return { status: 200, contentType: 'application/x-ndjson', stream: Readable.from(lines()) };
   };
   const body = async () => {
-    const answer = await invokeHandler({ services, handler, operation: marked('exportItems'), req: req('GET'), path: '/p', requestId: 'r', auth: undefined }, input);
+    const answer = await invokeHandler({ services, handler, operation: marked('exportItems'), req: req('GET'), path: '/p', requestId: 'r', auth: undefined, clientAddress: '192.0.2.1' }, input);
     assert.ok('stream' in answer);
     return (await answer.stream.toArray()).join('');
   };

@@ -14,7 +14,7 @@ import type { Auth, Services } from '../../platform/http/types.ts';
 const contract = await loadContract();
 const services = (extra: Partial<Services> = {}) => ({ contract, config: { environment: 'production', trustProxyHops: 0 }, ...extra }) as Services;
 const allowed = { allowed: true, limit: 100, remaining: 99, resetAt: 0, retryAfter: 0 };
-const auth = (scopes: string[]): Auth => ({ keyId: 'k', catalogId: 'c', scopes, tier: 'free' });
+const auth = (scopes: string[]): Auth => ({ keyId: 'k', kind: 'key', catalogId: 'c', scopes, tier: 'free' });
 
 /** An incoming request as the steps read it: method, URL, headers and a body stream. */
 function request(method: string, path: string, headers: Record<string, string> = {}, body?: string): IncomingMessage {
@@ -49,14 +49,14 @@ test('identifyCaller counts the key once, and again after a lost connection roll
 });
 
 test('admitCaller refuses a spent budget before a bad key, and admits the rest', async () => {
-  const spent: Caller = { auth: undefined, rateLimit: { ...allowed, allowed: false, remaining: 0, retryAfter: 7 }, refusal: { code: 'unauthorized', message: 'bad key' } };
+  const spent: Caller = { auth: undefined, rateLimit: { ...allowed, allowed: false, remaining: 0, retryAfter: 7 }, refusal: { code: 'unauthorized', message: 'bad key' }, address: '192.0.2.1' };
   const limited = await refusal(() => admitCaller(spent));
   assert.equal(limited.code, 'too_many_requests');
   const refused = await refusal(() => admitCaller({ ...spent, rateLimit: allowed }));
   assert.deepEqual([refused.code, refused.message], ['unauthorized', 'bad key']);
   const fenced = await refusal(() => admitCaller({ ...spent, rateLimit: allowed, refusal: { code: 'forbidden', message: 'not from here' } }));
   assert.deepEqual([fenced.code, fenced.message], ['forbidden', 'not from here']);
-  admitCaller({ auth: undefined, rateLimit: allowed });
+  admitCaller({ auth: undefined, rateLimit: allowed, address: '192.0.2.1' });
 });
 
 test('describeRequest keeps repeated query parameters, and a parameter named __proto__ as data', () => {

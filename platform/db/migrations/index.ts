@@ -26,6 +26,7 @@ import { ConsoleAccess } from './0023-console-access.ts';
 import { WebhookLastSuccess } from './0024-webhook-last-success.ts';
 import { SEALED_SECRETS, sealedSecrets } from './0025-sealed-secrets.ts';
 import { KeyLimits } from './0026-key-limits.ts';
+import { AuditLog } from './0027-audit-log.ts';
 
 const schemaOnly: MigrationObject[] = [
   { name: '0001-initial-schema', class: InitialSchema },
@@ -56,6 +57,7 @@ const schemaOnly: MigrationObject[] = [
 // Applied after the sealing migration, which every database from 0025 on has already run.
 const afterSealing: MigrationObject[] = [
   { name: '0026-key-limits', class: KeyLimits },
+  { name: '0027-audit-log', class: AuditLog },
 ];
 
 /** Every migration, in order; those that seal stored secrets do it with `secrets` (platform/db/orm.ts, `secrets`). */
