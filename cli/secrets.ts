@@ -1,6 +1,6 @@
-// `catalog secrets …`: which keys seal the values kept secret at rest (webhook secrets, import headers, stored idempotent answers), and re-sealing them with the current key after a key rotation.
+// `catalog secrets …`: which keys seal the values kept secret at rest (webhook secrets, import source addresses and headers, stored idempotent answers), and re-sealing them with the current key after a key rotation.
 import { parseArgs } from 'node:util';
-import { resealSourceHeaders, sourceHeaderKeys } from '../domain/imports/source-store.ts';
+import { resealSourceSecrets, sourceSecretKeys } from '../domain/imports/source-store.ts';
 import { resealWebhookSecrets, webhookSecretKeys } from '../domain/webhooks/subscriptions.ts';
 import type { Config } from '../platform/config/config.ts';
 import { SecretKeyError, secretKey } from '../platform/crypto/secret-box.ts';
@@ -21,7 +21,7 @@ type KeyCount = { column: string; keyId: string; values: number };
 
 /** Every sealed column's values, counted by the key that sealed them. */
 async function keyCounts(db: Db): Promise<KeyCount[]> {
-  return [...await webhookSecretKeys(db), ...await sourceHeaderKeys(db), ...await storedAnswerKeys(db)];
+  return [...await webhookSecretKeys(db), ...await sourceSecretKeys(db), ...await storedAnswerKeys(db)];
 }
 
 function status(counts: readonly KeyCount[], secrets: SecretBox, config: Config): void {
@@ -35,7 +35,7 @@ function status(counts: readonly KeyCount[], secrets: SecretBox, config: Config)
 /** Re-seals every value not sealed with the current key, batch after batch; how many per table. */
 async function rotate(db: Db, secrets: SecretBox, counted: Record<string, number>): Promise<void> {
   const tables: Array<[string, (db: Db, secrets: SecretBox, limit: number) => Promise<number>]> = [
-    ['webhooks', resealWebhookSecrets], ['import_jobs', resealSourceHeaders], ['idempotency_keys', resealStoredAnswers],
+    ['webhooks', resealWebhookSecrets], ['import_jobs', resealSourceSecrets], ['idempotency_keys', resealStoredAnswers],
   ];
   for (const [table, reseal] of tables) {
     counted[table] = 0;

@@ -319,7 +319,10 @@ export type ImportSource = {
     /** An `https` address (`http` too where the deployment allows private addresses, in
     development). Fetched behind the outbound network guard: an address that is or
     resolves to a private, loopback, link-local or metadata address is refused, and so is
-    each redirect's (at most 5; the headers go only to the address's own origin).
+    each redirect's (at most 5; the headers go only to the address's own origin). Shown
+    back without its query, which may hold a credential (a presigned address's
+    signature); kept whole only encrypted at rest, until the file was fetched or the job
+    ended, and otherwise with each query value redacted.
      */
     url: string;
     /** Request headers for the address (e.g. `Authorization`). Kept secret: never shown back,
@@ -363,7 +366,9 @@ export type ImportCounts = {
     unchanged: number;
 };
 export type ImportJobSource = {
-    /** The address without its query (a presigned address's signature is a credential). */
+    /** The address without its query (a presigned address's signature is a credential). The
+    full address is kept, encrypted, only while the job may still fetch it.
+     */
     url: string;
     ifChanged: boolean;
     /** The source answered as the last completed job's; the job completed without reading it. */

@@ -3469,7 +3469,10 @@ export interface components {
              * @description An `https` address (`http` too where the deployment allows private addresses, in
              *     development). Fetched behind the outbound network guard: an address that is or
              *     resolves to a private, loopback, link-local or metadata address is refused, and so is
-             *     each redirect's (at most 5; the headers go only to the address's own origin).
+             *     each redirect's (at most 5; the headers go only to the address's own origin). Shown
+             *     back without its query, which may hold a credential (a presigned address's
+             *     signature); kept whole only encrypted at rest, until the file was fetched or the job
+             *     ended, and otherwise with each query value redacted.
              * @example https://erp.example.com/exports/catalog.jsonl
              */
             url: string;
@@ -3495,7 +3498,8 @@ export interface components {
         /** @description The job's source address; its headers are never shown. */
         ImportJobSource: {
             /**
-             * @description The address without its query (a presigned address's signature is a credential).
+             * @description The address without its query (a presigned address's signature is a credential). The
+             *     full address is kept, encrypted, only while the job may still fetch it.
              * @example https://erp.example.com/exports/catalog.jsonl
              */
             url: string;

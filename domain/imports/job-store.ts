@@ -46,6 +46,7 @@ export interface JobRow {
   finished_at: string | null;
   /** Exact created_at (microseconds), for list cursors. */
   created_at_text: string;
+  /** The source's address with its query values redacted (source-store.ts, redactedUrl): the full one is sealed apart, read by the fetch only. */
   source_url: string | null;
   source_if_changed: boolean;
   source_etag: string | null;
@@ -154,9 +155,9 @@ export const countsOf = (row: JobRow) =>
  * event in the same transaction.
  */
 export async function finishJob(tx: Db, job: JobRow, status: ImportStatus, reason: string | null): Promise<void> {
-  // A source's headers (credentials) are not kept past the job.
-  await query(tx, 'UPDATE import_jobs SET status = $1, failure_reason = $2, finished_at = now(), updated_at = now(), source_headers_sealed = NULL WHERE id = $3',
-    [status, reason, job.id]);
+  // A source's full address and headers (credentials) are not kept past the job.
+  await query(tx, `UPDATE import_jobs SET status = $1, failure_reason = $2, finished_at = now(), updated_at = now(),
+      source_url_sealed = NULL, source_headers_sealed = NULL WHERE id = $3`, [status, reason, job.id]);
   const failed = status === 'failed' || status === 'cancelled';
   const base = { jobId: job.id, status };
   const rest = { counts: countsOf(job), errorCount: job.error_count, dryRun: job.dry_run };

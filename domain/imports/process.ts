@@ -23,7 +23,7 @@ import type { FileLine } from './line-reader.ts';
 export interface ProcessDeps {
   readonly orm: Orm;
   readonly storage: ObjectStorage;
-  /** Opens the headers of a job's source address, sealed at rest. */
+  /** Opens a job's full source address and its headers, sealed at rest. */
   readonly secrets: SecretBox;
   /** For the job's processing lock, a session of its own. */
   readonly databaseUrl: string;

@@ -39,7 +39,7 @@ export async function createSourceImport(
     await assertCapacity(tx, catalogId);
     const id = newId();
     await insertSourceJob(tx, secrets, { id, catalogId, dryRun, fileSizeBytes: 0, storagePath: importPath(catalogId, id) },
-      { url: url.href, headers, ifChanged: source.ifChanged ?? false });
+      { url, headers, ifChanged: source.ifChanged ?? false });
     return jobView(await findJob(tx, catalogId, id));
   });
 }

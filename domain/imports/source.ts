@@ -13,7 +13,7 @@ import { RefusedAddressError } from '../../platform/outbound/network-guard.ts';
 import type { ObjectStorage } from '../../platform/storage/storage.ts';
 import type { JobRow } from './job-store.ts';
 import { IMPORT_CONTENT_TYPE, MAX_FILE_BYTES } from './jobs.ts';
-import { lastValidators, sourceHeaders } from './source-store.ts';
+import { lastValidators, sourceAddress, sourceHeaders } from './source-store.ts';
 import { shownUrl } from './view.ts';
 import type { Validators } from './source-store.ts';
 
@@ -111,16 +111,19 @@ async function download(response: IncomingMessage, path: string, timeoutMs: numb
  * differ after the read (a HEAD) changed while it was read.
  */
 export async function fetchSource(db: Db, storage: ObjectStorage, secrets: SecretBox, job: JobRow, options: SourceOptions): Promise<SourceOutcome> {
-  const url = new URL(job.source_url!);
   let headers: Record<string, string>;
+  let url: URL | undefined;
   try {
     headers = await sourceHeaders(db, secrets, job.id);
+    url = await sourceAddress(db, secrets, job.id);
   } catch (error) {
-    // Never fetched without them: the source would answer for someone else, or refuse.
-    if (error instanceof SecretKeyError) return { kind: 'failed', reason: `the source's headers cannot be opened: ${error.message}` };
+    // Never fetched without them: the source would answer for someone else, or refuse. The message names which.
+    if (error instanceof SecretKeyError) return { kind: 'failed', reason: `the source's address or headers cannot be opened: ${error.message}` };
     throw error;
   }
-  const before = job.source_if_changed ? await lastValidators(db, job.catalog_id, job.source_url!) : undefined;
+  // Dropped by the job's end (a cancel) since the job was read: the failure is not recorded over it.
+  if (url === undefined) return { kind: 'failed', reason: 'the job ended before its source was fetched' };
+  const before = job.source_if_changed ? await lastValidators(db, job.catalog_id, url) : undefined;
   const conditions: Record<string, string> = {};
   if (before?.etag) conditions['if-none-match'] = before.etag;
   if (before?.lastModified) conditions['if-modified-since'] = before.lastModified;

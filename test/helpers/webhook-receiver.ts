@@ -6,6 +6,8 @@ import type { AddressInfo } from 'node:net';
 
 export interface Receipt {
   readonly path: string;
+  /** The request's query, `?` and all; empty without one. */
+  readonly query: string;
   readonly headers: IncomingHttpHeaders;
   readonly rawBody: Buffer;
   readonly event: { id: string; type: string; catalogId: string; resourceId: string; createdAt: string; data: Record<string, unknown> };
@@ -85,7 +87,8 @@ export async function startReceiver(options: ReceiverOptions = {}): Promise<Rece
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
-      const path = (req.url ?? '/').split('?')[0]!;
+      const url = req.url ?? '/';
+      const path = url.split('?')[0]!;
       const rawBody = Buffer.concat(chunks);
       const secrets = secretsByPath.get(path) ?? [];
       let event: Receipt['event'];
@@ -95,7 +98,7 @@ export async function startReceiver(options: ReceiverOptions = {}): Promise<Rece
         event = { id: '', type: '', catalogId: '', resourceId: '', createdAt: '', data: {} };
       }
       const receipt: Receipt = {
-        path, headers: req.headers, rawBody, event, receivedAt: Date.now(),
+        path, query: url.slice(path.length), headers: req.headers, rawBody, event, receivedAt: Date.now(),
         signedWith: matchingSecrets(req.headers['x-service-signature'] as string | undefined, rawBody, secrets),
         standardValid: standardMatches(req.headers, rawBody, secrets),
       };

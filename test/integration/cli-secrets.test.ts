@@ -59,7 +59,7 @@ before(async () => {
   receiver = await startReceiver();
   origin = await startJsonlOrigin();
   databaseUrl = await freshDatabase(FILE);
-  // The api role alone at first: an import from an address stays queued, its headers sealed, until a consumers process runs.
+  // The api role alone at first: an import from an address stays queued, its address and headers sealed, until a consumers process runs.
   service = await startTestService(FILE, { ...serviceEnv, DATABASE_URL: databaseUrl, ROLE: 'api', SECRETS_KEY: b64(KEY_A) });
   topics = { brokers: service.kafka.brokers, prefix: service.config.kafkaTopicPrefix };
 });
@@ -92,7 +92,7 @@ test('secrets rotate re-seals every value with the new key; status then shows it
     assert.equal(before.code, 0, before.stderr);
     assert.deepEqual(statusOf(before.stdout), {
       'webhooks.secret': { [ID_A]: MANY + 1 }, 'webhooks.previous_secret': { [ID_A]: 1 },
-      'import_jobs.source_headers_sealed': { [ID_A]: 1 }, 'idempotency_keys.response_body': { [ID_A]: 1 },
+      'import_jobs.source_headers_sealed': { [ID_A]: 1 }, 'import_jobs.source_url_sealed': { [ID_A]: 1 }, 'idempotency_keys.response_body': { [ID_A]: 1 },
     });
     assert.match(before.stdout, new RegExp(`^webhooks\\.secret\\t${ID_A}\\t${MANY + 1}\\tcurrent$`, 'm'));
 
@@ -104,14 +104,14 @@ test('secrets rotate re-seals every value with the new key; status then shows it
     const rotation = await catalog({ SECRETS_KEY: b64(KEY_B), SECRETS_OLD_KEYS: b64(KEY_A) }, 'secrets', 'rotate');
     assert.equal(rotation.code, 0, rotation.stderr + rotation.stdout);
     assert.match(rotation.stdout, new RegExp(`^webhooks: ${MANY + 2} value\\(s\\) re-sealed with key ${ID_B}$`, 'm'));
-    assert.match(rotation.stdout, new RegExp(`^import_jobs: 1 value\\(s\\) re-sealed with key ${ID_B}$`, 'm'));
+    assert.match(rotation.stdout, new RegExp(`^import_jobs: 2 value\\(s\\) re-sealed with key ${ID_B}$`, 'm'));
     assert.match(rotation.stdout, new RegExp(`^idempotency_keys: 1 value\\(s\\) re-sealed with key ${ID_B}$`, 'm'));
     assert.match(rotation.stdout, new RegExp(`SECRETS_OLD_KEYS can now drop key ${ID_A}`));
 
     const afterwards = await catalog({ SECRETS_KEY: b64(KEY_B) }, 'secrets', 'status');
     assert.deepEqual(statusOf(afterwards.stdout), {
       'webhooks.secret': { [ID_B]: MANY + 1 }, 'webhooks.previous_secret': { [ID_B]: 1 },
-      'import_jobs.source_headers_sealed': { [ID_B]: 1 }, 'idempotency_keys.response_body': { [ID_B]: 1 },
+      'import_jobs.source_headers_sealed': { [ID_B]: 1 }, 'import_jobs.source_url_sealed': { [ID_B]: 1 }, 'idempotency_keys.response_body': { [ID_B]: 1 },
     });
     const again = await catalog({ SECRETS_KEY: b64(KEY_B), SECRETS_OLD_KEYS: b64(KEY_A) }, 'secrets', 'rotate');
     assert.match(again.stdout, /^webhooks: 0 value\(s\)/m, 'nothing left to do');

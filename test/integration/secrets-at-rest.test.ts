@@ -1,4 +1,4 @@
-// Secrets at rest: a dump of the database shows no webhook secret, no import header and no stored answer holding a secret; a service with another key sends nothing unsigned and fails imports naming the key.
+// Secrets at rest: a dump of the database shows no webhook secret, no import header or address's query value, and no stored answer holding a secret; a service with another key sends nothing unsigned and fails imports naming the key.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -65,7 +65,7 @@ function forms(value: string | Buffer): string[] {
 /** A webhook secret's forms, and those of the key it stands for (the bytes after `whsec_`). */
 const secretForms = (secret: string) => [...forms(secret), ...forms(Buffer.from(secret.slice('whsec_'.length), 'base64'))];
 
-test('a pg_dump holds no webhook secret (current or previous), no header of a running import, no answer replayed with a secret', async () => {
+test('a pg_dump holds no webhook secret (current or previous), no header or signed query of a running import, no answer replayed with a secret', async () => {
   const opts = clientOptions(first!.url, tenant.key);
   const create = async (path: string, idempotencyKey?: string) =>
     expectData(await api.createWebhook({ url: receiver.url(path), events: ['item.created'] }, idempotencyKey ? { idempotencyKey } : {}, opts), 201);
@@ -75,17 +75,25 @@ test('a pg_dump holds no webhook secret (current or previous), no header of a ru
   const rotated = expectData(await api.rotateWebhookSecret(hooks[0]!.id, opts), 200);
   const secrets = [hooks[0]!.secret, rotated.secret, hooks[1]!.secret];
 
-  // An import whose source holds its answer: the job is running, its headers kept (sealed) meanwhile.
+  // An import whose source holds its answer: the job is running, its headers and its presigned address kept (sealed) meanwhile.
   const header = `Bearer erp-${randomBytes(18).toString('base64url')}`;
+  const [credential, signature] = [`AKIA${randomBytes(8).toString('hex').toUpperCase()}`, randomBytes(32).toString('hex')];
+  const signed = `?X-Amz-Credential=${credential}%2F20260101%2Fus-east-1%2Fs3%2Faws4_request&X-Amz-Signature=${signature}`;
   source.script('/feed.jsonl', [{ hold: true }]);
-  const job = expectData(await api.createImport({ source: { url: source.url('/feed.jsonl'), headers: { Authorization: header } } }, {}, opts), 202);
+  const created = expectData(await api.createImport({ source: { url: source.url(`/feed.jsonl${signed}`), headers: { Authorization: header } } }, {}, opts), 202);
   const [asked] = await source.waitFor('the import to fetch its source', (r) => r.some((x) => x.path === '/feed.jsonl'));
   assert.equal(asked!.headers.authorization, header, 'opened for the fetch');
+  assert.equal(asked!.query, signed, 'the full address, opened for the fetch');
+  const job = expectData(await api.getImport(created.id, opts), 200);
+  const shown = JSON.stringify([created, job, expectData(await api.listImports({}, opts), 200)]);
+  assert.ok(!shown.includes(credential) && !shown.includes(signature), shown);
 
   const sql = await sqlClient(databaseUrl);
   try {
-    const { rows: [stored] } = await sql.query('SELECT source_headers_sealed FROM import_jobs WHERE id = $1', [job.id]);
+    const { rows: [stored] } = await sql.query('SELECT source_url, source_url_sealed, source_headers_sealed FROM import_jobs WHERE id = $1', [job.id]);
     assert.match(stored.source_headers_sealed, new RegExp(`^v1\\.${ID_A}\\.`), 'sealed while the job runs');
+    assert.match(stored.source_url_sealed, new RegExp(`^v1\\.${ID_A}\\.`), 'sealed while the job runs');
+    assert.equal(stored.source_url, source.url('/feed.jsonl?X-Amz-Credential=REDACTED&X-Amz-Signature=REDACTED'));
     const { rows } = await sql.query('SELECT secret, previous_secret FROM webhooks WHERE catalog_id = $1', [tenant.catalogId]);
     for (const row of rows) for (const value of [row.secret, row.previous_secret].filter(Boolean)) assert.match(value, new RegExp(`^v1\\.${ID_A}\\.`));
     const { rows: answers } = await sql.query('SELECT response_body FROM idempotency_keys WHERE catalog_id = $1', [tenant.catalogId]);
@@ -99,10 +107,20 @@ test('a pg_dump holds no webhook secret (current or previous), no header of a ru
   assert.ok(dump.includes(hooks[0]!.id) && dump.includes(job.id), 'the dump holds the rows');
   for (const secret of secrets) for (const form of secretForms(secret)) assert.ok(!dump.includes(form), `a form of a webhook secret is in the dump: ${form.slice(0, 12)}…`);
   for (const form of [...forms(header), ...forms(header.slice('Bearer '.length))]) assert.ok(!dump.includes(form), `a form of the header is in the dump: ${form.slice(0, 12)}…`);
+  for (const form of [...forms(credential), ...forms(signature), ...forms(Buffer.from(signature, 'hex'))]) {
+    assert.ok(!dump.includes(form), `a form of the address's query is in the dump: ${form.slice(0, 12)}…`);
+  }
 
   source.releaseHeld();
   const ended = await waitForJob(opts, job.id);
   assert.equal(ended.status, 'failed');
+  const check = await sqlClient(databaseUrl);
+  try {
+    const { rows } = await check.query('SELECT source_url_sealed, source_headers_sealed FROM import_jobs WHERE id = $1', [job.id]);
+    assert.deepEqual(rows, [{ source_url_sealed: null, source_headers_sealed: null }], 'not kept past the job');
+  } finally {
+    await check.end();
+  }
 });
 
 test('a service with another key: nothing is sent unsigned, the attempt names the key (logged once per webhook); an import fails naming it; rotating recovers', async () => {

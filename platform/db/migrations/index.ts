@@ -27,6 +27,7 @@ import { WebhookLastSuccess } from './0024-webhook-last-success.ts';
 import { SEALED_SECRETS, sealedSecrets } from './0025-sealed-secrets.ts';
 import { KeyLimits } from './0026-key-limits.ts';
 import { AuditLog } from './0027-audit-log.ts';
+import { SEALED_SOURCE_URL, sealedSourceUrl } from './0028-sealed-source-url.ts';
 
 const schemaOnly: MigrationObject[] = [
   { name: '0001-initial-schema', class: InitialSchema },
@@ -54,15 +55,16 @@ const schemaOnly: MigrationObject[] = [
   { name: '0024-webhook-last-success', class: WebhookLastSuccess },
 ];
 
-// Applied after the sealing migration, which every database from 0025 on has already run.
-const afterSealing: MigrationObject[] = [
+// Applied after the sealing migration, which every database from 0025 on has already run; those that seal get the box too.
+const afterSealing = (secrets: SecretBox | undefined): MigrationObject[] => [
   { name: '0026-key-limits', class: KeyLimits },
   { name: '0027-audit-log', class: AuditLog },
+  { name: SEALED_SOURCE_URL, class: sealedSourceUrl(secrets) },
 ];
 
 /** Every migration, in order; those that seal stored secrets do it with `secrets` (platform/db/orm.ts, `secrets`). */
 export function migrationsFor(secrets: SecretBox | undefined): MigrationObject[] {
-  return [...schemaOnly, { name: SEALED_SECRETS, class: sealedSecrets(secrets) }, ...afterSealing];
+  return [...schemaOnly, { name: SEALED_SECRETS, class: sealedSecrets(secrets) }, ...afterSealing(secrets)];
 }
 
 /** The list without a key: its names and order (`catalog doctor`), and a new database's schema. */
