@@ -32,7 +32,10 @@ export async function createSourceImport(
   for (const [name, value] of Object.entries(source.headers ?? {})) {
     const lower = name.toLowerCase();
     if (OWN_HEADERS.has(lower)) throw validationError([{ path: `source.headers.${name}`, message: 'is set by the service' }]);
-    if (/[\r\n\0]/.test(value)) throw validationError([{ path: `source.headers.${name}`, message: 'must not hold line breaks or NUL' }]);
+    // What Node's HTTP client sends (its checkInvalidHeaderChar): anything else would fail the fetch later, as "unreachable".
+    if (/[^\t\x20-\x7e\x80-\xff]/.test(value)) {
+      throw validationError([{ path: `source.headers.${name}`, message: 'must hold only characters a header can carry: no line breaks, control characters or characters past U+00FF' }]);
+    }
     headers[lower] = value;
   }
   return db.transactional(async (tx) => {
