@@ -1,5 +1,6 @@
 // The caller's address (the socket's, or the one a trusted proxy put in X-Forwarded-For) and address ranges (CIDR) to fence keys with.
 import type { IncomingMessage } from 'node:http';
+import type { Socket } from 'node:net';
 import ipaddr from 'ipaddr.js';
 
 /** An IPv4-mapped IPv6 address (`::ffff:10.1.2.3`, a dual-stack socket's) is the IPv4 address it carries. */
@@ -17,13 +18,26 @@ function parsed(address: string): ipaddr.IPv4 | ipaddr.IPv6 | undefined {
  * entries did not come through those proxies, so the socket's address is used.
  */
 export function clientAddress(req: IncomingMessage, trustProxyHops: number): string {
-  const socket = req.socket.remoteAddress ?? 'unknown';
-  const own = parsed(socket)?.toString() ?? socket;
+  const own = socketAddress(req.socket);
   if (trustProxyHops === 0) return own;
   const header = req.headers['x-forwarded-for'];
   const entries = (Array.isArray(header) ? header.join(',') : header ?? '').split(',').map((e) => e.trim()).filter((e) => e !== '');
   const entry = entries.length >= trustProxyHops ? entries[entries.length - trustProxyHops]! : undefined;
   return (entry === undefined ? undefined : parsed(entry)?.toString()) ?? own;
+}
+
+// A connection's peer is the same for every request it carries: parsed once (a few µs each time).
+const peers = new WeakMap<Socket, string>();
+
+function socketAddress(socket: Socket): string {
+  const known = peers.get(socket);
+  if (known !== undefined) return known;
+  const raw = socket.remoteAddress;
+  // A socket already closed has no address left to keep.
+  if (raw === undefined) return 'unknown';
+  const address = parsed(raw)?.toString() ?? raw;
+  peers.set(socket, address);
+  return address;
 }
 
 /**
