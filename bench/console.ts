@@ -15,6 +15,7 @@ import { CHROMIUM_ARGS, chromiumPath } from '../test/helpers/chromium.ts';
 import { dropBenchDatabase, freshBenchDatabase } from './database.ts';
 import { SERVICE_PROCESS_ENV } from './service-env.ts';
 import { cliActor } from '../platform/actor.ts';
+import { track } from './children.ts';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const ADMIN_URL = process.env.DATABASE_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -54,10 +55,10 @@ async function main() {
   await orm.close();
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
-  const service = spawn(process.execPath, ['cli/main.ts', 'serve'], {
+  const service = track(spawn(process.execPath, ['cli/main.ts', 'serve'], {
     env: { ...process.env, ...SERVICE_PROCESS_ENV, DATABASE_URL: databaseUrl, KAFKA_BROKERS: brokers.join(','), KAFKA_TOPIC_PREFIX: 'bench-console.', LOG_LEVEL: 'warn', PORT: String(port), OPS_PORT: '0', HOST: '127.0.0.1' },
     stdio: ['ignore', 'ignore', 'inherit'],
-  });
+  }));
   const browser = await chromium.launch({ executablePath: at.path, args: CHROMIUM_ARGS });
   try {
     while (!(await fetch(`${url}/healthz`).then((r) => r.ok, () => false))) await new Promise((done) => setTimeout(done, 200));

@@ -24,6 +24,7 @@ import { IMAGES, imageOriginForBench, mediaState, writeRealisticFile } from './i
 import { silenceKafkajsTimerWarning } from '../platform/kafka/kafkajs-quirks.ts';
 import { TOPICS, allTopicNames, topicName } from '../platform/kafka/topics.ts';
 import { SERVICE_PROCESS_ENV } from './service-env.ts';
+import { requireFreePort, track } from './children.ts';
 
 const LINES = Number(process.env.BENCH_LINES ?? 200_000);
 // Lines naming images are longer, and their import slower: 200,000 of them would pass the 100 MiB upload cap.
@@ -44,7 +45,7 @@ async function writeFile(path: string): Promise<number> {
 }
 
 function serve(role: 'api' | 'consumers', env: NodeJS.ProcessEnv): ChildProcess {
-  const child = spawn(process.execPath, ['cli/main.ts', 'serve', '--role', role], { env: { ...env, ...SERVICE_PROCESS_ENV }, stdio: ['ignore', 'ignore', 'inherit'] });
+  const child = track(spawn(process.execPath, ['cli/main.ts', 'serve', '--role', role], { env: { ...env, ...SERVICE_PROCESS_ENV }, stdio: ['ignore', 'ignore', 'inherit'] }));
   children.push(child);
   return child;
 }
@@ -169,6 +170,7 @@ async function copyBaseline(databaseUrl: string, catalogId: string, roles: Map<s
 }
 
 async function main(): Promise<void> {
+  await requireFreePort(PORT, 'the service under test (BENCH_PORT)');
   const brokers = process.env.KAFKA_BROKERS ?? (await ensureKafka({ dataDir: resolve('.data') })).brokers.join(',');
   brokerList = brokers.split(',');
   const databaseUrl = await freshBenchDatabase(ADMIN_URL, DB_NAME);

@@ -15,6 +15,7 @@ import { ensureKafka } from '../scripts/kafka.ts';
 import { cpuPerUnit, cpuSnapshot } from './cpu.ts';
 import { dropBenchDatabase, freshBenchDatabase } from './database.ts';
 import { cliActor } from '../platform/actor.ts';
+import { requireFreePort, track } from './children.ts';
 
 const DURATION = Number(process.env.BENCH_DURATION ?? 20);
 // The created mix in a new database, from its first item, in blocks: whether a new deployment's
@@ -161,6 +162,8 @@ function cpuCells(cpu: ReadonlyMap<string, number>): string {
 const stop = (child: ChildProcess) => new Promise<void>((done) => { child.once('exit', () => done()); child.kill('SIGTERM'); });
 
 async function main(): Promise<void> {
+  await requireFreePort(SERVICE_PORT, 'the service under test');
+  await requireFreePort(BASELINE_PORT, 'the baseline server');
   const logger = createLogger('warn', 2);
   const { brokers } = await ensureKafka({ dataDir: resolve('.data') });
   const databaseUrl = await freshBenchDatabase(ADMIN_URL, DB_NAME);
@@ -173,8 +176,8 @@ async function main(): Promise<void> {
   await orm.close();
 
   const env = { ...process.env, DATABASE_URL: databaseUrl, KAFKA_BROKERS: brokers.join(','), KAFKA_TOPIC_PREFIX: 'bench.', LOG_LEVEL: 'warn', OPS_PORT: '0' };
-  const api = spawn(process.execPath, ['cli/main.ts', 'serve', '--role', 'api'], { env: { ...env, PORT: String(SERVICE_PORT) }, stdio: ['ignore', 'ignore', 'inherit'] });
-  const bare = fork('bench/baseline-server.ts', { env: { ...env, PORT: String(BASELINE_PORT), CATALOG_ID: baseline.id }, stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+  const api = track(spawn(process.execPath, ['cli/main.ts', 'serve', '--role', 'api'], { env: { ...env, PORT: String(SERVICE_PORT) }, stdio: ['ignore', 'ignore', 'inherit'] }));
+  const bare = track(fork('bench/baseline-server.ts', { env: { ...env, PORT: String(BASELINE_PORT), CATALOG_ID: baseline.id }, stdio: ['ignore', 'ignore', 'inherit', 'ipc'] }));
   const serviceUrl = `http://127.0.0.1:${SERVICE_PORT}`;
   const baselineUrl = `http://127.0.0.1:${BASELINE_PORT}`;
   try {

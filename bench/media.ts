@@ -12,6 +12,7 @@ import { dropDatabase } from '../test/helpers/database.ts';
 import { startTestService, testEnv } from '../test/helpers/service.ts';
 import type { Tenant } from '../test/helpers/service.ts';
 import { SERVICE_PROCESS_ENV } from './service-env.ts';
+import { track } from './children.ts';
 
 const ITEMS = 1000;
 const IMAGES = 200;
@@ -72,13 +73,13 @@ async function waitFor(check: () => Promise<boolean>, timeoutMs: number, what: s
 /** The consumers (relay + media) in a process of their own, so its peak RSS is the consumer's alone. */
 function startConsumers(env: Record<string, string>): ChildProcess {
   const profile = process.env.BENCH_CPU_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROFILE}`] : [];
-  return spawn(process.execPath, [...profile, 'cli/main.ts', 'serve'], {
+  return track(spawn(process.execPath, [...profile, 'cli/main.ts', 'serve'], {
     env: {
       ...testEnv(import.meta.filename, service.databaseUrl, { ...overrides, ...SERVICE_PROCESS_ENV, ...env }), ROLE: 'consumers',
       KAFKA_BROKERS: service.kafka.brokers.join(','), KAFKA_TOPIC_PREFIX: service.config.kafkaTopicPrefix,
     },
     stdio: ['ignore', 'inherit', 'inherit'],
-  });
+  }));
 }
 
 async function states(tenant: Tenant): Promise<{ done: number; failed: number }> {

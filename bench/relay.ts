@@ -20,6 +20,7 @@ import { ensureKafka } from '../scripts/kafka.ts';
 import { dropBenchDatabase, freshBenchDatabase } from './database.ts';
 import { benchLine } from './import-lines.ts';
 import { SERVICE_PROCESS_ENV } from './service-env.ts';
+import { track } from './children.ts';
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 100_000);
 const CATALOGS = 64;
@@ -53,7 +54,7 @@ process.stdout.write(`${EVENTS} item events of ${CATALOGS} catalogs in the outbo
 const count = async (sql: string, params: unknown[] = []) => Number((await query<{ n: string }>(db, sql, params))[0]!.n);
 
 async function startRelays(size: number): Promise<ChildProcess[]> {
-  const children = Array.from({ length: size }, () => spawn(process.execPath, ['bench/relay-process.ts'], { env, stdio: ['ignore', 'pipe', 'inherit'] }));
+  const children = Array.from({ length: size }, () => track(spawn(process.execPath, ['bench/relay-process.ts'], { env, stdio: ['ignore', 'pipe', 'inherit'] })));
   await Promise.all(children.map((child) => new Promise<void>((ready, fail) => {
     child.stdout!.on('data', (chunk: Buffer) => { if (chunk.toString().includes('ready')) ready(); });
     child.once('exit', (code) => fail(new Error(`a relay exited with ${code}`)));

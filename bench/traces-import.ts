@@ -1,6 +1,7 @@
 // bench:traces' import part: `bench/import.ts` run with traces off and on in turn, its figures side by side.
 import { spawn } from 'node:child_process';
 import { figures } from './figures.ts';
+import { track } from './children.ts';
 
 // Smaller than bench:import's own default so that each round of both sides takes minutes, not a quarter-hour.
 const LINES = process.env.BENCH_LINES ?? '50000';
@@ -9,10 +10,10 @@ const REALISTIC_LINES = process.env.BENCH_REALISTIC_LINES ?? '10000';
 /** Runs `bench/import.ts` to its end and gives what it printed; its progress goes to this stderr. */
 function importBench(extraEnv: Record<string, string>): Promise<string> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['bench/import.ts'], {
+    const child = track(spawn(process.execPath, ['bench/import.ts'], {
       env: { ...process.env, BENCH_LINES: LINES, BENCH_REALISTIC_LINES: REALISTIC_LINES, BENCH_DB_NAME: 'catalog_bench_traces_import', ...extraEnv },
       stdio: ['ignore', 'pipe', 'inherit'],
-    });
+    }));
     let output = '';
     child.stdout.on('data', (chunk: Buffer) => { output += chunk.toString(); });
     child.once('error', reject);

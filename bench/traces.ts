@@ -15,6 +15,7 @@ import { dropBenchDatabase, freshBenchDatabase } from './database.ts';
 import { SERVICE_PROCESS_ENV } from './service-env.ts';
 import { traceImports } from './traces-import.ts';
 import { cliActor } from '../platform/actor.ts';
+import { track } from './children.ts';
 
 const DURATION = Number(process.env.BENCH_DURATION ?? 15);
 // Rounds of each side, alternated, so a busy moment of the machine weighs on both.
@@ -86,7 +87,7 @@ async function upserts(sink: Awaited<ReturnType<typeof startSink>>): Promise<voi
   const env = { ...process.env, ...SERVICE_PROCESS_ENV, DATABASE_URL: databaseUrl, KAFKA_BROKERS: brokers.join(','), KAFKA_TOPIC_PREFIX: 'bench-traces.', LOG_LEVEL: 'warn', OPS_PORT: '0', HOST: '127.0.0.1' };
   const tracing = { OTEL_EXPORTER_OTLP_ENDPOINT: sink.url };
   const ports = [await freePort(), await freePort()];
-  const apis = [{}, tracing].map((extra, i) => spawn(process.execPath, ['cli/main.ts', 'serve', '--role', 'api'], { env: { ...env, ...extra, PORT: String(ports[i]) }, stdio: ['ignore', 'ignore', 'inherit'] }));
+  const apis = [{}, tracing].map((extra, i) => track(spawn(process.execPath, ['cli/main.ts', 'serve', '--role', 'api'], { env: { ...env, ...extra, PORT: String(ports[i]) }, stdio: ['ignore', 'ignore', 'inherit'] })));
   const urls = ports.map((port) => `http://127.0.0.1:${port}`);
   try {
     await Promise.all(urls.map((url) => waitFor(`${url}/healthz`)));

@@ -27,6 +27,7 @@ import { cpuPerUnit, cpuSnapshot } from './cpu.ts';
 import { dropBenchDatabase, freshBenchDatabase } from './database.ts';
 import { SERVICE_PROCESS_ENV } from './service-env.ts';
 import { cliActor } from '../platform/actor.ts';
+import { track } from './children.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -129,7 +130,7 @@ const env = {
   DATA_DIR: mkdtempSync(join(tmpdir(), 'catalog-bench-')), SIGNING_SECRET: 'bench-signing-secret-0123456789abcdef0123456789',
   SECRETS_KEY: secretsKey.toString('base64'),
 };
-const worker = spawn(process.execPath, [...(process.env.BENCH_CHILD_PROF ? ['--cpu-prof', '--cpu-prof-dir=/tmp/prof'] : []), 'cli/main.ts', 'serve', '--role', 'consumers'], { env, stdio: ['ignore', 'pipe', 'inherit'] });
+const worker = track(spawn(process.execPath, [...(process.env.BENCH_CHILD_PROF ? ['--cpu-prof', '--cpu-prof-dir=/tmp/prof'] : []), 'cli/main.ts', 'serve', '--role', 'consumers'], { env, stdio: ['ignore', 'pipe', 'inherit'] }));
 await new Promise<void>((ready, fail) => {
   let output = '';
   worker.stdout!.on('data', (chunk: Buffer) => {
