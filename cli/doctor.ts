@@ -1,4 +1,4 @@
-// `catalog doctor`: checks what this environment names (configuration, database, broker, storage) and says what is wrong, and how to fix it, in plain words.
+// `catalog doctor`: checks what this environment names (configuration, database and its read replica, broker, storage) and says what is wrong, and how to fix it, in plain words.
 import { access, constants } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { loadConfig, singleMachineSettings } from '../platform/config/config.ts';
@@ -8,6 +8,7 @@ import { secretKey } from '../platform/crypto/secret-box.ts';
 import { openSession } from '../platform/db/connections.ts';
 import { migrations } from '../platform/db/migrations/index.ts';
 import { shownDatabaseUrl } from '../platform/db/orm.ts';
+import { replicaState } from '../platform/db/read-replica.ts';
 import { consoleBuild } from '../platform/http/console.ts';
 import { brokersAnswer } from '../platform/kafka/probe.ts';
 import { createLogger } from '../platform/log/logger.ts';
@@ -36,6 +37,29 @@ async function database(config: Config): Promise<Check> {
     const applied = new Set(row?.applied ?? []);
     const pending = migrations.filter((m) => !applied.has(m.name)).length;
     return { ok: true, what: 'database', said: `${where}: ${applied.size} migrations applied, ${pending === 0 ? 'none' : pending} pending${pending > 0 ? ' (the service applies them when it starts, or `catalog migrate`)' : ''}` };
+  } finally {
+    await session.close();
+  }
+}
+
+/** The standby DATABASE_READ_URL names: reachable, a standby, streaming, and how far behind. */
+async function readReplica(config: Config): Promise<Check> {
+  const replica = config.databaseRead;
+  const what = 'read replica';
+  if (!replica) return { ok: true, what, said: 'none: every read goes to the primary (DATABASE_READ_URL unset)' };
+  const where = shownDatabaseUrl(replica.url);
+  let session;
+  try {
+    session = await openSession(replica.url, createLogger('silent'), 'doctor');
+  } catch (error) {
+    return { ok: false, what, said: `${where} cannot be reached (${(error as Error).message}): is the standby running, and is DATABASE_READ_URL right? Marked reads go to the primary meanwhile` };
+  }
+  try {
+    const state = await replicaState(session);
+    if (!state.standby) return { ok: false, what, said: `${where} is not a standby (not in recovery): DATABASE_READ_URL must name a streaming standby of DATABASE_URL's server` };
+    if (!state.receiving) return { ok: false, what, said: `${where} is a standby that is not streaming from its primary (no WAL receiver): it falls behind, and marked reads go to the primary` };
+    const lag = state.lagSeconds === null ? 'with nothing replayed yet' : `${Math.round(state.lagSeconds * 1000)} ms behind`;
+    return { ok: true, what, said: `${where}: a streaming standby, ${lag}; marked reads go to it while within DATABASE_READ_MAX_LAG_MS (${replica.maxLagMs} ms)` };
   } finally {
     await session.close();
   }
@@ -109,7 +133,7 @@ export async function runDoctor(): Promise<number> {
     return 1;
   }
   print({ ok: true, what: 'configuration', said: `role ${config.role}, listening on ${config.host}:${config.port}, storage ${config.storageDriver}` });
-  const checks = [...await Promise.all([database(config), broker(config), storage(config), browserConsole(config)]), secretsKey(config), fleet(config)];
+  const checks = [...await Promise.all([database(config), readReplica(config), broker(config), storage(config), browserConsole(config)]), secretsKey(config), fleet(config)];
   checks.forEach(print);
   return checks.every((check) => check.ok) ? 0 : 1;
 }

@@ -23,6 +23,20 @@ const LAG_SQL = `SELECT pg_is_in_recovery() AS standby,
         WHEN pg_last_wal_receive_lsn() = pg_last_wal_replay_lsn() THEN 0
         ELSE EXTRACT(EPOCH FROM now() - pg_last_xact_replay_timestamp()) END)::float8 AS lag_seconds`;
 
+/** What a replica's server says of itself: a standby or not, streaming or not, and its lag (null: nothing replayed yet). */
+export interface ReplicaState {
+  readonly standby: boolean;
+  readonly receiving: boolean;
+  readonly lagSeconds: number | null;
+}
+
+export async function replicaState(session: Session): Promise<ReplicaState> {
+  const [row] = await session.query<{ standby: boolean; receiving: boolean; lag_seconds: number | null }>(LAG_SQL);
+  if (!row) throw new Error('the lag query returned no row');
+  // Clocks a little apart can make a fresh replay look as if it came from the future.
+  return { standby: row.standby, receiving: row.receiving, lagSeconds: row.lag_seconds === null ? null : Math.max(0, row.lag_seconds) };
+}
+
 export interface ReadReplicaOptions {
   /** DATABASE_READ_URL. */
   readonly databaseUrl: string;
@@ -86,12 +100,10 @@ export async function openReadReplica(options: ReadReplicaOptions): Promise<Read
   const check = async (): Promise<Health> => {
     try {
       session ??= await openSession(databaseUrl, sessionLogger, 'read replica check', { timeoutMs: CHECK_TIMEOUT_MS });
-      const [row] = await session.query<{ standby: boolean; receiving: boolean; lag_seconds: number | null }>(LAG_SQL);
-      if (!row) throw new Error('the lag query returned no row');
-      if (row.standby && !row.receiving) return { lagSeconds: Number.NaN, refusal: 'the standby is not streaming from its primary (no WAL receiver)' };
-      if (row.lag_seconds === null) return { lagSeconds: Number.NaN, refusal: 'the standby has not replayed a transaction since it started' };
-      // Clocks a little apart can make a fresh replay look as if it came from the future.
-      const lagSeconds = Math.max(0, row.lag_seconds);
+      const state = await replicaState(session);
+      if (state.standby && !state.receiving) return { lagSeconds: Number.NaN, refusal: 'the standby is not streaming from its primary (no WAL receiver)' };
+      if (state.lagSeconds === null) return { lagSeconds: Number.NaN, refusal: 'the standby has not replayed a transaction since it started' };
+      const { lagSeconds } = state;
       const lagMs = Math.round(lagSeconds * 1000);
       return { lagSeconds, refusal: lagMs > maxLagMs ? `its lag of ${lagMs} ms is past the bound of ${maxLagMs} ms` : undefined };
     } catch (error) {

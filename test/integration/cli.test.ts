@@ -252,6 +252,11 @@ test('doctor: every check ok here, with what a second machine needs; a broker th
   const healthy = await catalog('doctor');
   assert.equal(healthy.code, 0, healthy.stdout + healthy.stderr);
   for (const what of ['configuration', 'database', 'broker', 'storage', 'console']) assert.match(healthy.stdout, new RegExp(`^ok +${what} `, 'm'));
+  assert.match(healthy.stdout, /^ok +read replica +none: every read goes to the primary/m);
+  // The primary named as the replica: reachable, but no standby.
+  const primary = await catalogWith({ DATABASE_READ_URL: service.databaseUrl }, 'doctor');
+  assert.equal(primary.code, 1);
+  assert.match(primary.stdout, /^FAIL +read replica +.* is not a standby \(not in recovery\)/m);
   assert.match(healthy.stdout, /none pending/);
   // Local storage with a given SIGNING_SECRET: only the storage stands between this and a second machine.
   assert.match(healthy.stdout, /^ok +fleet +one machine as configured; processes on a second machine need shared storage \(STORAGE_DRIVER=s3/m);

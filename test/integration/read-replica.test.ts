@@ -1,5 +1,6 @@
 // Reads from a streaming standby (DATABASE_READ_URL): marked reads are answered there while it keeps up, from the primary past the lag bound or while it is down, never with a 5xx.
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { after, describe, test } from 'node:test';
 import * as api from '../../generated/client.ts';
 import type { ItemPayload } from '../../generated/client.ts';
@@ -8,7 +9,8 @@ import { clientOptions, expectData } from '../helpers/client.ts';
 import { eventually } from '../helpers/media.ts';
 import { metricValue } from '../helpers/metrics.ts';
 import { privateReplicatedPostgres } from '../helpers/postgres-replica.ts';
-import { startTestService } from '../helpers/service.ts';
+import { cliCommand } from '../helpers/runtime.ts';
+import { startTestService, testEnv } from '../helpers/service.ts';
 import type { Tenant, TestService } from '../helpers/service.ts';
 import { dropTopics } from '../helpers/spawned-service.ts';
 
@@ -66,6 +68,11 @@ describe('reads from a replica', () => {
     assert.equal(await reads('replica'), before + 1);
     const shown = logged(IN_USE).at(-1)!;
     assert.ok(!JSON.stringify(shown).includes(pair.primaryUrl), 'the replica, not the primary, is named');
+    // `catalog doctor` finds the standby as the service does.
+    const doctor = spawnSync(...cliCommand(['doctor']), {
+      env: { ...testEnv(FILE, withDatabase(primaryUrl, 'catalog')), DATABASE_READ_URL: withDatabase(standbyUrl, 'catalog') }, encoding: 'utf8',
+    });
+    assert.match(doctor.stdout, /^ok +read replica +.*: a streaming standby, \d+ ms behind/m, doctor.stdout + doctor.stderr);
   });
 
   test('a paused replay: lists miss a new item until the lag passes the bound, then the primary answers; resumed, the replica again', async () => {
