@@ -83,9 +83,17 @@ async function open(url: URL, headers: Record<string, string>, options: SourceOp
   }
 }
 
+/** A body that ended early, in the words the docs quote: with the size it announced, when it did. */
+function cutShort(received: number, declared: number): string {
+  return Number.isFinite(declared)
+    ? `the source sent ${received} of the ${declared} bytes it announced`
+    : `the connection to the source closed after ${received} bytes, before the end of the file`;
+}
+
 /** The body into `path`, never past MAX_FILE_BYTES; its size. */
 async function download(response: IncomingMessage, path: string, timeoutMs: number): Promise<number> {
   let received = 0;
+  const declared = Number(response.headers['content-length']);
   response.setTimeout(timeoutMs, () => response.destroy(new SourceFailure('the source stopped sending before the end of the file')));
   try {
     await pipeline(response, async function* (chunks: AsyncIterable<Buffer>) {
@@ -97,10 +105,9 @@ async function download(response: IncomingMessage, path: string, timeoutMs: numb
     }, createWriteStream(path));
   } catch (error) {
     if (error instanceof SourceFailure) throw error;
-    throw new SourceFailure('the connection to the source closed before the end of the file');
+    throw new SourceFailure(cutShort(received, declared));
   }
-  const declared = Number(response.headers['content-length']);
-  if (Number.isFinite(declared) && declared !== received) throw new SourceFailure(`the source sent ${received} of the ${declared} bytes it announced`);
+  if (Number.isFinite(declared) && declared !== received) throw new SourceFailure(cutShort(received, declared));
   return received;
 }
 
