@@ -120,7 +120,9 @@ export async function startImportConsumer(options: ImportConsumerOptions): Promi
         if (stopping || !runJob(jobId)) break;
       }
     } catch (error) {
-      log.error({ err: error }, 'import sweep failed');
+      // It runs again within SWEEP_MS: a lost connection heals by itself, anything else needs a look.
+      if (isConnectionError(error)) log.warn({ err: error }, 'import sweep lost its database connection; it runs again');
+      else log.error({ err: error }, 'import sweep failed');
     }
   };
 

@@ -6,6 +6,7 @@ import { ingestMedia } from '../../domain/media/ingest.ts';
 import type { IngestDeps, IngestOutcome } from '../../domain/media/ingest.ts';
 import type { MediaJob } from '../../domain/media/register.ts';
 import { messageRow, writeOutbox } from '../../domain/events/outbox.ts';
+import { isConnectionError } from '../../platform/db/connections.ts';
 import type { Db } from '../../platform/db/sql.ts';
 import { TOPICS } from '../../platform/kafka/topics.ts';
 import type { Logger } from '../../platform/log/logger.ts';
@@ -51,6 +52,9 @@ export function createJobQueue(options: {
   const tails = new Map<string, Promise<void>>();
   const held = new Map<string, number>();
   let pending = 0;
+  // A lost database fails every job in flight at once, and each heals by its lease: one warning
+  // for the episode, and its count with the recovery, instead of an error line per job.
+  let lostToDatabase = 0;
   const roomWaiters: Array<() => void> = [];
   const drained: Array<() => void> = [];
 
@@ -76,8 +80,19 @@ export function createJobQueue(options: {
       const outcome = await inSpan('media job', { parent: job.traceparent ?? null, attributes: { 'catalog.media.source_url_hash': job.sourceUrlHash } }, () => ingestMedia(deps, job, current));
       counts[outcome] += 1;
       options.onOutcome?.(outcome);
+      if (lostToDatabase > 0) {
+        log.info({ failedJobs: lostToDatabase }, 'media jobs run again after the database came back; the failed ones are queued again by their leases');
+        lostToDatabase = 0;
+      }
     })().catch((error: unknown) => {
       if (error instanceof Stopped) return;
+      if (isConnectionError(error)) {
+        lostToDatabase += 1;
+        if (lostToDatabase === 1) {
+          log.warn({ err: error, sourceUrlHash: job.sourceUrlHash }, `media jobs fail: the database connection was lost; each is queued again when its lease lapses (${LEASE_SECONDS} s)`);
+        }
+        return;
+      }
       log.error({ err: error, sourceUrlHash: job.sourceUrlHash }, `media job failed; it is queued again when its lease lapses (${LEASE_SECONDS} s)`);
     }).finally(() => {
       pending -= 1;
@@ -121,7 +136,9 @@ export function createJobQueue(options: {
           if (taken.length < SWEEP_LIMIT) break;
         }
       } catch (error) {
-        log.error({ err: error }, 'media lease sweep failed; it runs again');
+        // The next sweep runs in LEASE_RENEW_MS: a lost connection heals by itself, anything else needs a look.
+        if (isConnectionError(error)) log.warn({ err: error }, 'media lease sweep lost its database connection; it runs again');
+        else log.error({ err: error }, 'media lease sweep failed; it runs again');
       }
     },
     async stop() {

@@ -1,4 +1,4 @@
-// A fleet of 2 api and 3 consumers processes under faults (kills, dropped connections, a broker outage, a member joining): every count exact, no job failed.
+// A fleet of 2 api and 3 consumers processes under faults (kills, dropped connections mid-import and mid-ingestion, a broker outage, a member joining): every count exact, no job failed, no error logged.
 import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -12,6 +12,8 @@ import { clientOptions, expectData } from '../helpers/client.ts';
 import { checkedFetch } from '../helpers/contract-check.ts';
 import { startConsumersProcess } from '../helpers/consumers-process.ts';
 import { ADMIN_DATABASE_URL, freshDatabase, sqlClient } from '../helpers/database.ts';
+import { makeImage, startImageOrigin } from '../helpers/image-origin.ts';
+import type { ImageOrigin } from '../helpers/image-origin.ts';
 import { TERMINAL, item, jsonl, upload } from '../helpers/imports.ts';
 import { privateBroker } from '../helpers/kafka.ts';
 import { waitWhileProgressing } from '../helpers/progress.ts';
@@ -33,6 +35,9 @@ const JOBS_PER_TENANT = 3;
 const LINES = 3000;
 // Every BAD_EVERY-th line of a file is invalid (a GTIN of the wrong length): 2 %.
 const BAD_EVERY = 50;
+// Every IMAGE_EVERY-th line names one of IMAGES images, ingested once the catalog's imports end.
+const IMAGE_EVERY = 20;
+const IMAGES = 40;
 const UPSERTS_PER_TENANT = 150;
 // No progress for this long fails a wait: past the longest backoff after an outage (30 s), a safety net.
 const STALL_MS = 90_000;
@@ -51,6 +56,7 @@ let brokers: string[];
 let orm: Orm;
 let admin: pg.Client;
 let receiver: Receiver;
+let origin: ImageOrigin;
 const apis: ServiceProcess[] = [];
 
 /** The environment every process of the fleet shares: one database, one broker, one storage, one signing secret. */
@@ -85,12 +91,15 @@ before(async () => {
   admin = new pg.Client({ connectionString: ADMIN_DATABASE_URL });
   await admin.connect();
   receiver = await startReceiver();
+  origin = await startImageOrigin();
+  for (let i = 0; i < IMAGES; i++) origin.serve(`/image-${i}.png`, { body: await makeImage('png', 96, 64, i + 1), contentType: 'image/png' });
 });
 
 after(async () => {
   for (const child of children) child.kill('SIGKILL');
   await Promise.all(apis.map((instance) => instance.stop()));
   await receiver?.close();
+  await origin?.close();
   await admin?.end();
   await broker.remove();
 });
@@ -125,7 +134,8 @@ test('2 api and 3 consumers processes through kills, dropped connections, a brok
   const jobs: Array<{ jobId: string; tenant: (typeof tenants)[number] }> = [];
   for (const tenant of tenants) {
     for (let j = 0; j < JOBS_PER_TENANT; j++) {
-      const lines = Array.from({ length: LINES }, (_, i) => item(`${tenant.name}-${j}-${i}`, i % BAD_EVERY === 0 ? { gtin13: '1' } : { price: i / 100 }));
+      const image = (i: number) => (i % IMAGE_EVERY === 1 ? { media: [{ url: origin.at(`/image-${Math.floor(i / IMAGE_EVERY) % IMAGES}.png`), role: 'primary' as const }] } : {});
+      const lines = Array.from({ length: LINES }, (_, i) => item(`${tenant.name}-${j}-${i}`, i % BAD_EVERY === 0 ? { gtin13: '1' } : { price: i / 100, ...image(i) }));
       const file = jsonl(lines);
       const opts = clientOptions(j % 2 === 0 ? apiOne.url : apiTwo.url, tenant.key);
       const created = expectData(await api.createImport({ fileSizeBytes: file.length }, {}, opts), 201);
@@ -174,8 +184,10 @@ test('2 api and 3 consumers processes through kills, dropped connections, a brok
     for (const instance of apis.filter((p) => p.alive())) {
       await waitWhileProgressing('/readyz to report Kafka', async () => {
         const ready = await checkedFetch(`${instance.url}/readyz`);
-        assert.equal(ready.response.status, 200, 'the API tier stays in the load balancer');
-        return ready.body.checks.kafka === 'error';
+        // Kafka away never takes the API tier out of the load balancer; the database, reconnecting
+        // after fault 2 on a busy machine, may for a moment.
+        if (ready.response.status !== 200) assert.equal(ready.body.checks.database, 'error', 'only the database makes the API tier unready');
+        return ready.response.status === 200 && ready.body.checks.kafka === 'error';
       }, async () => undefined, STALL_MS);
     }
     const during = await api.upsertItem({ externalSystem: 'pos', externalId: 'during-outage', name: 'Written while Kafka is away' }, clientOptions(apiOne.url, tenants[0]!.key));
@@ -192,6 +204,15 @@ test('2 api and 3 consumers processes through kills, dropped connections, a brok
     const progress = () => count(`SELECT coalesce(sum(processed), 0)::int + count(*) FILTER (WHERE status IN ('completed', 'completed_with_errors'))::int AS n FROM import_jobs`);
     await waitWhileProgressing('every import to end', async () =>
       await count(`SELECT count(*)::int AS n FROM import_jobs WHERE status = ANY($1)`, [TERMINAL]) === jobs.length, progress, STALL_MS);
+
+    // Fault 5: every connection dropped again while the images, held until the imports ended, are ingested.
+    const ingested = () => count(`SELECT count(*)::int AS n FROM media_assets WHERE status = 'ingested'`);
+    await waitWhileProgressing('image ingestion to start', async () => await ingested() > 0, ingested, STALL_MS);
+    const dropped = await admin.query<{ n: number }>(`SELECT count(*)::int AS n FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+      WHERE datname = $1 AND pid <> $2) t`, [databaseName, ownPid]);
+    t.diagnostic(`terminated ${dropped.rows[0]!.n} backends at ${await ingested()} images ingested`);
+    await waitWhileProgressing('every image to be ingested', async () => await ingested() === IMAGES * tenants.length, ingested, STALL_MS);
+    assert.equal(await count(`SELECT count(*)::int AS n FROM media_assets WHERE status <> 'ingested'`), 0, 'no image failed');
     const bad = Math.ceil(LINES / BAD_EVERY);
     for (const { jobId, tenant } of jobs) {
       const job = expectData(await api.getImport(jobId, clientOptions(apiOne.url, tenant.key)), 200);
@@ -219,14 +240,16 @@ test('2 api and 3 consumers processes through kills, dropped connections, a brok
     assert.equal(await count(`SELECT count(*)::int AS n FROM webhook_deliveries WHERE status = 'exhausted'`), 0, 'no delivery exhausted');
     await waitWhileProgressing('the outbox to drain', async () => await count('SELECT count(*)::int AS n FROM outbox WHERE sent_at IS NULL') === 0,
       () => count('SELECT count(*)::int AS n FROM outbox WHERE sent_at IS NULL'), STALL_MS);
-    const errors = consumerLogs.join('\n').split('\n').filter((line) => /"level":(50|60)/.test(line));
+    // Every fault above heals by itself: error means a person must act, so none is logged.
+    const logs = [...consumerLogs, ...apis.map((instance) => `${instance.output().stdout}\n${instance.output().stderr}`)];
+    const errors = logs.join('\n').split('\n').filter((line) => /"level":(50|60)/.test(line));
     const kinds = new Map<string, number>();
     for (const line of errors) {
       const { component, msg } = JSON.parse(line) as { component?: string; msg?: string };
       const kind = `${component}: ${String(msg).slice(0, 100)}`;
       kinds.set(kind, (kinds.get(kind) ?? 0) + 1);
     }
-    t.diagnostic(`${errors.length} error lines in the consumers' logs${[...kinds].map(([kind, n]) => `\n  ${n} × ${kind}`).join('')}`);
+    assert.equal(errors.length, 0, `error lines after faults the fleet recovered from:${[...kinds].map(([kind, n]) => `\n  ${n} × ${kind}`).join('')}`);
   } finally {
     await sql.end();
   }
