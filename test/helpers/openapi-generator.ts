@@ -1,6 +1,7 @@
 // openapi-generator as a client team runs it: its CLI jar from Maven Central (cached in .cache/),
-// the typescript-fetch and java (okhttp-gson) clients generated from openapi.yaml, each compiled
-// with its own toolchain (the project's tsc, Maven), and the caller programs that use them.
+// the typescript-fetch, java (okhttp-gson) and python clients generated from openapi.yaml, each
+// built or loaded with its own toolchain (the project's tsc, Maven, a Python 3 with pydantic 2),
+// and the caller programs that use them.
 import { spawn } from 'node:child_process';
 import { copyFileSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -15,10 +16,11 @@ const TSC = join(ROOT, 'node_modules/.bin/tsc');
 const TOOL_SAFETY_NET_MS = 20 * 60_000;
 
 /**
- * The options docs/generating-clients.md gives. typescript-fetch leaves out the `webhooks` section
- * (7.25 writes its class with empty imports); java reads an absent `additionalProperties` as open,
- * as JSON Schema does, and maps an enum value it does not know to a case of its own, so an answer
- * with fields or enum values added later (the contract's versioning rule) still reads.
+ * The options docs/generating-clients.md gives. typescript-fetch and python leave out the
+ * `webhooks` section (7.25 writes its operations without types: empty imports in TypeScript, a
+ * syntax error in Python); java reads an absent `additionalProperties` as open, as JSON Schema
+ * does, and maps an enum value it does not know to a case of its own, so an answer with fields or
+ * enum values added later (the contract's versioning rule) still reads.
  */
 export const GENERATORS = {
   'typescript-fetch': ['-g', 'typescript-fetch', '--global-property', 'apis,models,supportingFiles'],
@@ -26,6 +28,7 @@ export const GENERATORS = {
     '-g', 'java', '--library', 'okhttp-gson',
     '--additional-properties', 'disallowAdditionalPropertiesIfNotPresent=false,enumUnknownDefaultCase=true',
   ],
+  python: ['-g', 'python', '--global-property', 'apis,models,supportingFiles'],
 } as const;
 export type GeneratorName = keyof typeof GENERATORS;
 
@@ -98,6 +101,105 @@ export async function compileJava(dir: string): Promise<Outcome & { classpath: s
   return { ...compiled, classpath };
 }
 
+/** A Python 3 that can load the generated package, or why this machine has none. */
+export type PythonRuntime = { python: string } | { unavailable: string };
+
+// Checks the running Python against the generated package's pyproject.toml (requires-python) and
+// requirements.txt (`name >= a, < b` lines), and prints what falls short; 7.25's package needs
+// Python 3.10, pydantic >= 2.11 and urllib3 >= 2.7.
+const PROBE = `
+import importlib.metadata as metadata, os, re, sys
+key = lambda version: [int(part) for part in re.findall(r'[0-9]+', version)[:3]]
+package = os.path.dirname(sys.argv[1])
+python = re.search(r'requires-python = ">=([0-9.]+)"', open(os.path.join(package, 'pyproject.toml')).read())
+have = '%d.%d' % sys.version_info[:2]
+short = ['Python %s (needs >= %s)' % (have, python[1])] if python and key(have) < key(python[1]) else []
+for line in open(sys.argv[1]):
+    name, _, spec = line.strip().partition(' ')
+    try:
+        have = metadata.version(name) if name else None
+    except metadata.PackageNotFoundError:
+        short.append(name + ' (not installed)')
+        continue
+    for op, want in re.findall(r'(>=|<)\\s*([0-9.]+)', spec):
+        if (key(have) >= key(want)) != (op == '>='):
+            short.append('%s %s (needs %s %s)' % (name, have, op, want))
+print('; '.join(short))
+sys.exit(1 if short else 0)
+`;
+
+// Debian's package for each requirement of the generated package, for /usr/bin/python3.
+const DEBIAN_PACKAGES: Record<string, string> = {
+  urllib3: 'python3-urllib3', python_dateutil: 'python3-dateutil', pydantic: 'python3-pydantic', 'typing-extensions': 'python3-typing-extensions',
+};
+
+async function shortfall(python: string, requirements: string): Promise<string | undefined> {
+  const probe = await run(python, ['-c', PROBE, requirements]);
+  return probe.ok ? undefined : probe.output.trim().split('\n')[0] || `${python} did not run`;
+}
+
+/** Debian's candidate version of a package (epoch and revision dropped), after an `apt-get update` if it knows none. */
+async function debianCandidate(name: string): Promise<string | undefined> {
+  const candidate = async () => /Candidate: (?:[0-9]+:)?([0-9][^\s-]*)/.exec((await run('apt-cache', ['policy', name])).output)?.[1];
+  const known = await candidate();
+  if (known !== undefined) return known;
+  await run('apt-get', ['-o', 'DPkg::Lock::Timeout=600', 'update']);
+  return candidate();
+}
+
+/** Compares two versions by their first three numbers. */
+function compareVersions(a: string, b: string): number {
+  const [x, y] = [a, b].map((version) => (version.match(/[0-9]+/g) ?? []).map(Number));
+  for (let i = 0; i < 3; i += 1) if ((x![i] ?? 0) !== (y![i] ?? 0)) return (x![i] ?? 0) - (y![i] ?? 0);
+  return 0;
+}
+
+/** Whether `version` meets a requirements.txt range such as `>= 2.7.0, < 3.0.0`. */
+function meets(version: string, range: string): boolean {
+  return [...range.matchAll(/(>=|<)\s*([0-9.]+)/g)].every(([, op, bound]) => (compareVersions(version, bound!) >= 0) === (op === '>='));
+}
+
+/**
+ * The Python to run the generated package in `clientDir` with: `python3` on PATH, else Debian's
+ * /usr/bin/python3, with Debian's packages installed (as root) when their versions meet the
+ * package's requirements.txt. Debian 12 has pydantic 1.10 and urllib3 1.26, which do not, and no
+ * other package source (PyPI) is reached from here: then the reason, for the tests to skip with.
+ */
+export async function pythonRuntime(clientDir: string): Promise<PythonRuntime> {
+  const requirements = join(clientDir, 'requirements.txt');
+  const tried: string[] = [];
+  for (const python of ['python3', '/usr/bin/python3']) {
+    const short = await shortfall(python, requirements);
+    if (short === undefined) return { python };
+    tried.push(`${python}: ${short}`);
+  }
+  const wanted = readFileSync(requirements, 'utf8').split('\n').map((line) => line.trim().split(/\s(.*)/s)).filter(([name]) => name);
+  const debian = [];
+  for (const [name, range = ''] of wanted) {
+    const pkg = DEBIAN_PACKAGES[name!];
+    const version = pkg ? await debianCandidate(pkg) : undefined;
+    debian.push({ pkg, version, ok: pkg !== undefined && version !== undefined && meets(version, range), want: `${name} ${range}` });
+  }
+  const unmet = debian.filter((d) => !d.ok).map((d) => `${d.want} (Debian: ${d.pkg ?? 'no package'} ${d.version ?? 'not found'})`);
+  if (unmet.length > 0) return { unavailable: `no Python here meets the generated package's requirements (${tried.join('; ')}), nor do Debian's packages: ${unmet.join(', ')}` };
+  if (process.getuid?.() !== 0) return { unavailable: `${tried.join('; ')}; installing Debian's ${debian.map((d) => d.pkg).join(' ')} needs root` };
+  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+  const installed = await run('apt-get', ['-o', 'DPkg::Lock::Timeout=600', 'install', '-y', '--no-install-recommends', ...debian.map((d) => d.pkg!)], { env });
+  const short = installed.ok ? await shortfall('/usr/bin/python3', requirements) : installed.output;
+  return short === undefined ? { python: '/usr/bin/python3' } : { unavailable: `Debian's packages did not give /usr/bin/python3 the requirements: ${short}` };
+}
+
+/** Imports every module of the generated package (`dir/client/openapi_client`): Python's build. */
+export function importPython(python: string, dir: string): Promise<Outcome> {
+  const importAll = [
+    'import importlib, pkgutil, openapi_client as package',
+    "names = [module.name for module in pkgutil.walk_packages(package.__path__, 'openapi_client.')]",
+    'for name in names: importlib.import_module(name)',
+    "print(len(names) + 1, 'modules import')",
+  ].join('\n');
+  return run(python, ['-B', '-c', importAll], { cwd: join(dir, 'client'), env: { ...process.env, PYTHONPATH: join(dir, 'client') } });
+}
+
 /** What a caller program is told: where the service is, its key, and the image it names. */
 export interface CallerSettings {
   apiUrl: string;
@@ -128,4 +230,10 @@ export function runTypeScriptCaller(dir: string, settings: CallerSettings): Prom
 /** Runs CatalogCheck.java in source-file mode on the compiled client's classpath. */
 export function runJavaCaller(classpath: string, settings: CallerSettings): Promise<Outcome> {
   return run('java', ['-cp', classpath, join(CALLERS, 'CatalogCheck.java')], { env: callerEnv(settings) });
+}
+
+/** Runs check.py (with open_enums.py beside it) on the generated package in `dir/client`. */
+export function runPythonCaller(python: string, dir: string, settings: CallerSettings): Promise<Outcome> {
+  for (const file of ['check.py', 'open_enums.py']) copyFileSync(join(CALLERS, file), join(dir, file));
+  return run(python, ['-B', join(dir, 'check.py')], { cwd: dir, env: { ...callerEnv(settings), PYTHONPATH: join(dir, 'client') } });
 }

@@ -1,6 +1,7 @@
 // A client team's program on the Java (okhttp-gson) client that openapi-generator makes from
 // openapi.yaml, run by test/generators/openapi-generator.ts against a started service: upsert,
-// list, import through the signed upload address, events, and a stored image read back.
+// list, an answer from a newer service, import through the signed upload address with its results
+// and failed lines (JSONL), events, and a stored image read back.
 import com.google.gson.JsonObject;
 import com.google.gson.JsonParser;
 import java.io.File;
@@ -14,7 +15,9 @@ import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.UUID;
 import java.util.concurrent.Callable;
+import java.util.stream.Collectors;
 import org.openapitools.client.ApiClient;
 import org.openapitools.client.ApiException;
 import org.openapitools.client.api.EventsApi;
@@ -26,6 +29,7 @@ import org.openapitools.client.model.EventEnvelope;
 import org.openapitools.client.model.EventType;
 import org.openapitools.client.model.GetItem200Response;
 import org.openapitools.client.model.ImportJob;
+import org.openapitools.client.model.ImportLineResult;
 import org.openapitools.client.model.ImportStatus;
 import org.openapitools.client.model.Item;
 import org.openapitools.client.model.ItemMedia;
@@ -45,6 +49,9 @@ public class CatalogCheck {
   static final ItemsApi ITEMS = new ItemsApi(CLIENT);
   static final ImportsApi IMPORTS = new ImportsApi(CLIENT);
   static final EventsApi EVENTS = new EventsApi(CLIENT);
+  // Without `name`: the line fails, and comes back byte for byte from getImportFailedLines.
+  static final String BAD_LINE = "{\"externalSystem\":\"erp\",\"externalId\":\"" + RUN + "-line-4\"}";
+  static UUID finishedJob;
 
   interface Step { void run() throws Exception; }
 
@@ -124,11 +131,12 @@ public class CatalogCheck {
       expect(read.getExternalId().equals(ITEM_ID), "the item did not read back");
       expect(read.getMedia().get(0).getRole() == MediaRole.UNKNOWN_DEFAULT_OPEN_API, "role " + read.getMedia().get(0).getRole());
     });
-    steps.put("an import uploaded to its uploadUrl completes", () -> {
+    steps.put("an import uploaded to its uploadUrl completes, one line failed", () -> {
       List<String> lines = new ArrayList<>();
       for (int n = 1; n <= 3; n++) {
         lines.add("{\"externalSystem\":\"erp\",\"externalId\":\"" + RUN + "-line-" + n + "\",\"name\":\"Line " + n + "\"}");
       }
+      lines.add(BAD_LINE);
       Path file = Files.createTempFile("catalog-import-", ".jsonl");
       Files.writeString(file, String.join("\n", lines) + "\n");
       int size = (int) Files.size(file);
@@ -142,8 +150,21 @@ public class CatalogCheck {
         ImportJob current = IMPORTS.getImport(created.getJobId()).getData();
         return Arrays.asList(ImportStatus.QUEUED, ImportStatus.PROCESSING).contains(current.getStatus()) ? null : current;
       });
-      expect(job.getStatus() == ImportStatus.COMPLETED && job.getCounts().getSucceeded() == 3, "job " + job.getStatus() + ", counts " + job.getCounts());
+      expect(job.getStatus() == ImportStatus.COMPLETED_WITH_ERRORS && job.getCounts().getSucceeded() == 3 && job.getCounts().getFailed() == 1,
+          "job " + job.getStatus() + ", counts " + job.getCounts());
       Files.delete(file);
+      finishedJob = created.getJobId();
+    });
+    steps.put("getImportResults and getImportFailedLines read as JSONL", () -> {
+      expect(finishedJob != null, "no finished import");
+      List<ImportLineResult> results = new ArrayList<>();
+      for (String line : IMPORTS.getImportResults(finishedJob).split("\n")) {
+        if (!line.isEmpty()) results.add(ImportLineResult.fromJson(line));
+      }
+      String statuses = results.stream().map((result) -> result.getLineNumber() + ":" + result.getStatus().getValue()).collect(Collectors.joining(" "));
+      expect(statuses.equals("1:created 2:created 3:created 4:failed"), "results " + statuses);
+      String failed = IMPORTS.getImportFailedLines(finishedJob);
+      expect(failed.equals(BAD_LINE + "\n"), "failed lines " + failed);
     });
     steps.put("listEvents has item.created, and item.updated reads as the webhook's ItemUpdatedEvent", () -> {
       until("item.created event", () -> eventOf(EventType.ITEM_CREATED));

@@ -1,11 +1,13 @@
 // A client team's program on the typescript-fetch client that openapi-generator makes from
 // openapi.yaml (compiled beside it into ./client by test/generators/openapi-generator.ts): upsert,
-// list, import through the signed upload address, events, and a stored image read back.
+// list, an answer from a newer service, import through the signed upload address with its results
+// and failed lines (JSONL), events, and a stored image read back.
 import { readFileSync } from 'node:fs';
 import {
-  Configuration, EventType, EventsApi, ImportsApi, ItemsApi, MediaStatus, StorageApi, ItemUpdatedDataFromJSON,
+  Configuration, EventType, EventsApi, GetItem200ResponseFromJSON, ImportLineResultFromJSON, ImportsApi, ItemsApi, MediaStatus,
+  StorageApi, ItemUpdatedDataFromJSON,
 } from './client/index';
-import type { EventEnvelope, Item } from './client/index';
+import type { EventEnvelope, ImportJob, Item } from './client/index';
 
 const setting = (name: string): string => {
   const value = process.env[name];
@@ -69,9 +71,23 @@ step('listItems lists it', async () => {
   expect(page.data.items.some((item) => item.externalId === itemId), 'the item is not listed');
 });
 
-step('an import uploaded to its uploadUrl completes', async () => {
-  const lines = [1, 2, 3].map((n) => JSON.stringify({ externalSystem: 'erp', externalId: `${run}-line-${n}`, name: `Line ${n}` }));
-  const file = new TextEncoder().encode(`${lines.join('\n')}\n`);
+step('an answer with fields and enum values added later still reads', async () => {
+  const answer = await (await items.getItemRaw({ externalSystem: 'erp', externalId: itemId })).raw.json();
+  answer.fieldAddedLater = true;
+  answer.data.fieldAddedLater = 'a newer service sends it';
+  answer.data.media[0].role = 'a-role-added-later';
+  const item = GetItem200ResponseFromJSON(answer).data;
+  expect(item.externalId === itemId, 'the item did not read back');
+  expect((item.media[0]!.role as string) === 'a-role-added-later', `role ${item.media[0]!.role}`);
+});
+
+const importLines = [1, 2, 3].map((n) => JSON.stringify({ externalSystem: 'erp', externalId: `${run}-line-${n}`, name: `Line ${n}` }));
+// Without `name`: the line fails, and comes back byte for byte from getImportFailedLines.
+const badLine = JSON.stringify({ externalSystem: 'erp', externalId: `${run}-line-4` });
+let finished: ImportJob | undefined;
+
+step('an import uploaded to its uploadUrl completes, one line failed', async () => {
+  const file = new TextEncoder().encode(`${[...importLines, badLine].join('\n')}\n`);
   const created = await imports.createImport({ createImportRequest: { fileSizeBytes: file.length } });
   const upload = signedAddress(created.data.uploadUrl);
   const stored = await upload.storage.uploadImportFile({
@@ -83,7 +99,18 @@ step('an import uploaded to its uploadUrl completes', async () => {
     const current = (await imports.getImport({ jobId: created.data.jobId })).data;
     return ['queued', 'processing'].includes(current.status) ? undefined : current;
   });
-  expect(job.status === 'completed' && job.counts.succeeded === 3, `job ${job.status}, counts ${JSON.stringify(job.counts)}`);
+  const { counts } = job;
+  expect(job.status === 'completed_with_errors' && counts.succeeded === 3 && counts.failed === 1, `job ${job.status}, counts ${JSON.stringify(counts)}`);
+  finished = job;
+});
+
+step('getImportResults and getImportFailedLines read as JSONL', async () => {
+  expect(finished !== undefined, 'no finished import');
+  const results = (await imports.getImportResults({ jobId: finished!.id })).split('\n').filter(Boolean).map((line) => ImportLineResultFromJSON(JSON.parse(line)));
+  const statuses = results.map((result) => `${result.lineNumber}:${result.status}`).join(' ');
+  expect(statuses === '1:created 2:created 3:created 4:failed', `results ${statuses}`);
+  const failed = await imports.getImportFailedLines({ jobId: finished!.id });
+  expect(failed === `${badLine}\n`, `failed lines ${JSON.stringify(failed)}`);
 });
 
 step("listEvents has item.created, and item.updated's data reads as ItemUpdatedData", async () => {

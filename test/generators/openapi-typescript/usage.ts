@@ -46,7 +46,10 @@ export async function sync(): Promise<string[]> {
   const document = await client.GET('/openapi.json');
   const title: unknown = document.data?.info.title;
   const events = await client.GET('/events', { params: { query: { limit: 10 } } });
+  // JSONL: openapi-fetch's default `parseAs: 'json'` would parse the lines as one document.
+  const exported = await client.GET('/items/export', { parseAs: 'text' });
+  const lines: number = exported.data?.split('\n').filter(Boolean).length ?? 0;
   const firstType: unknown = events.data?.data.events[0]?.data.externalId;
 
-  return [outcome, String(stored), ...statuses, String(uploadUrl), String(onHand), String(title), String(firstType)];
+  return [outcome, String(stored), ...statuses, String(uploadUrl), String(onHand), String(title), String(firstType), String(lines)];
 }
