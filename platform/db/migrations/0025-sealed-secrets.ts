@@ -6,6 +6,7 @@ import type { SecretBox } from '../../crypto/secret-box.ts';
 import { answerContext } from '../../http/idempotency.ts';
 import { query } from '../sql.ts';
 import type { Db } from '../sql.ts';
+import { sealingKey } from './sealing-key.ts';
 
 export const SEALED_SECRETS = '0025-sealed-secrets';
 
@@ -54,11 +55,7 @@ async function setWebhookSecrets(db: Db, rows: readonly WebhookRow[]): Promise<v
  * one), and refuses one that holds secrets, naming what it needs.
  */
 export function sealedSecrets(secrets: SecretBox | undefined): MigrationObject['class'] {
-  const box = (count: number): SecretBox => {
-    if (secrets) return secrets;
-    throw new Error(`migration ${SEALED_SECRETS} must seal or open ${count} stored webhook secrets, import headers and idempotent answers, and needs the secrets key `
-      + 'for it: apply it with `catalog migrate` or by starting the service, with SECRETS_KEY set as the service has it');
-  };
+  const box = sealingKey(secrets, SEALED_SECRETS, (count) => `${count} stored webhook secrets, import headers and idempotent answers`);
 
   return class SealedSecrets extends Migration {
     override name = SEALED_SECRETS;

@@ -5,6 +5,7 @@ import { columnContext } from '../../crypto/secret-box.ts';
 import type { SecretBox } from '../../crypto/secret-box.ts';
 import { query } from '../sql.ts';
 import type { Db } from '../sql.ts';
+import { sealingKey } from './sealing-key.ts';
 
 export const SEALED_SOURCE_URL = '0028-sealed-source-url';
 
@@ -28,11 +29,7 @@ const REDACT = `UPDATE import_jobs SET source_url = substring(source_url from '^
  * job that may still fetch its file, and refuses one that has some, naming what it needs.
  */
 export function sealedSourceUrl(secrets: SecretBox | undefined): MigrationObject['class'] {
-  const box = (count: number): SecretBox => {
-    if (secrets) return secrets;
-    throw new Error(`migration ${SEALED_SOURCE_URL} must seal or open the source addresses of ${count} import jobs, and needs the secrets key `
-      + 'for it: apply it with `catalog migrate` or by starting the service, with SECRETS_KEY set as the service has it');
-  };
+  const box = sealingKey(secrets, SEALED_SOURCE_URL, (count) => `the source addresses of ${count} import jobs`);
 
   return class SealedSourceUrl extends Migration {
     override name = SEALED_SOURCE_URL;
