@@ -8,9 +8,11 @@ ARG NODE_IMAGE=node:24-slim
 FROM ${NODE_IMAGE} AS dependencies
 WORKDIR /app
 COPY package.json package-lock.json ./
+COPY patches ./patches
 # npm install, not npm ci: the lockfile cannot list deno's other-platform binaries (see .ci/run).
-# --ignore-scripts: `prepare` builds the console from sources this stage has not copied (done below).
-RUN npm install --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
+# --ignore-scripts: `prepare` builds the console from sources this stage has not copied (done below);
+# the one install step the service needs, patches/ applied to its dependencies, runs on its own.
+RUN npm install --omit=dev --ignore-scripts --no-audit --no-fund && node_modules/.bin/patch-package && npm cache clean --force
 
 FROM ${NODE_IMAGE}
 # MALLOC_ARENA_MAX: two glibc malloc arenas rather than up to 8 a core keep sharp's peak RSS down
