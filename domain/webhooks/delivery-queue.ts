@@ -5,7 +5,7 @@ import { query } from '../../platform/db/sql.ts';
 import { claimDue, heldBack, pauseWaiting, settle } from './delivery-store.ts';
 import type { ClaimedDelivery, Completion } from './delivery-store.ts';
 import { countExhausted } from './disabling.ts';
-import { holdBack } from './pacing.ts';
+import { CAPPED_ELSEWHERE, holdBack } from './pacing.ts';
 
 /**
  * The first statement of every claim and settle transaction. Claims and settlements are
@@ -29,7 +29,8 @@ export function claimDueDeliveries(
 ): Promise<ClaimedDelivery[]> {
   return db.transactional(async (tx) => {
     await query(tx, DISPATCH_SETTINGS);
-    return claimDue(tx, secrets, options);
+    const elsewhere = await query<{ id: string }>(tx, CAPPED_ELSEWHERE);
+    return claimDue(tx, secrets, elsewhere.length === 0 ? options : { ...options, skipWebhooks: [...options.skipWebhooks, ...elsewhere.map((r) => r.id)] });
   });
 }
 

@@ -50,6 +50,19 @@ export const RETRY_SLOTS = `retrying AS (
     retry_slots AS (
       SELECT q.id, p.first_slot + q.k / p.rate * interval '1 second' AS slot FROM queued q JOIN retry_pace p ON p.id = q.webhook_id)`;
 
+// The advisory lock space of capped webhooks' claims ('whcp').
+const CAP_LOCK_SPACE = 0x77686370;
+
+/**
+ * The claim transaction's first statement when a webhook has a cap: takes each capped webhook's
+ * lock for the transaction, or names it as claimed by another process right now. Without it two
+ * processes' claims, each blind to the other's uncommitted leases, could both fill the room; with
+ * it the claim statement that follows sees every lease committed before. Try-locks: a claim never
+ * waits for another, it leaves that webhook to it.
+ */
+export const CAPPED_ELSEWHERE = `SELECT id FROM webhooks
+  WHERE max_in_flight IS NOT NULL AND NOT pg_try_advisory_xact_lock(${CAP_LOCK_SPACE}, hashtext(id::text))`;
+
 /** The claim's first CTE: each capped webhook's room, its cap less its live leases (a dead worker's expired lease is not in flight). */
 export const CAPPED = `capped AS (
        SELECT w.id, w.max_in_flight - (SELECT count(*) FROM webhook_deliveries l WHERE l.webhook_id = w.id AND l.status = 'pending'
