@@ -231,6 +231,23 @@ test('the pace holds across two consumers processes: the limit is the endpoint\'
   await assertHealthy(hook);
 });
 
+test('maxInFlight caps the attempts open at once across the fleet, whatever the pace', async () => {
+  // Runs after the two-process test: its second consumers process claims too.
+  const path = '/capped';
+  const cap = 2;
+  const answerAfterMs = 200;
+  const hook = await subscribe(path, { rateLimit: { perSecond: 1000, maxInFlight: cap } });
+  receiver.script(path, () => ({ status: 200, delayMs: answerAfterMs }));
+  const count = 40;
+  await emit(count, 'CAPPED');
+  await receiver.waitFor('every capped delivery', (all) => all.filter((r) => r.path === path).length >= count, deliveredWithin(count, cap * 1000 / answerAfterMs));
+  // Each request is open from its arrival until its answer, answerAfterMs later.
+  const arrivals = receiver.receipts(path).map((r) => r.receivedAt).sort((a, b) => a - b);
+  const open = Math.max(...arrivals.map((at) => arrivals.filter((other) => other <= at && other + answerAfterMs > at).length));
+  assert.ok(open <= cap, `${open} requests were open at once (cap ${cap})`);
+  await assertHealthy(hook);
+});
+
 test('an ordered webhook with a limit delivers each item\'s events in order; a filtered one creates nothing for what its filter refuses', async () => {
   const ordered = await subscribe('/ordered', { events: ['item.created', 'item.updated'], ordered: true, rateLimit: { perSecond: 50 } });
   const tries = new Map<string, number>();
