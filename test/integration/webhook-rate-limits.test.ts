@@ -100,16 +100,19 @@ function limitedReceiver(path: string, perSecond: number, retryAfter: string | u
 const waitDelivered = (what: string, delivered: () => Set<string>, count: number, timeoutMs: number) =>
   receiver.waitFor(what, () => delivered().size >= count, timeoutMs);
 
-/** The webhook's backlog once `check` holds (the fan-out and the relay run in the background). */
-async function backlogWhen(id: string, what: string, check: (backlog: api.WebhookBacklog) => boolean, timeoutMs = 30_000): Promise<api.WebhookBacklog> {
+/** What `read` answers once `check` holds (the relay, the fan-out and settlements run in the background). */
+async function eventually<T>(what: string, read: () => Promise<T>, check: (value: T) => boolean, timeoutMs = 30_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const { backlog } = expectData(await api.getWebhook(id, opts()), 200);
-    if (check(backlog)) return backlog;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for a backlog of ${what}: ${JSON.stringify(backlog)}`);
+    const value = await read();
+    if (check(value)) return value;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}: ${JSON.stringify(value).slice(0, 500)}`);
     await new Promise((done) => setTimeout(done, 100));
   }
 }
+
+const backlogWhen = (id: string, what: string, check: (backlog: api.WebhookBacklog) => boolean) =>
+  eventually(`a backlog of ${what}`, async () => expectData(await api.getWebhook(id, opts()), 200).backlog, check);
 
 /** The webhook's health after its deliveries: none exhausted, still active, no failure counted. */
 async function assertHealthy(hook: WebhookCreated) {
@@ -198,6 +201,20 @@ test('without a limit, the receiver\'s 429s pause its endpoint: nothing is sent 
   // None climbed the ladder: every delivery succeeded on the ladder's first attempt.
   const [climbed] = await query<{ n: string }>(db(), `SELECT count(*) AS n FROM webhook_deliveries WHERE webhook_id = $1 AND attempt_count <> 1`, [hook.id]);
   assert.equal(Number(climbed!.n), 0, 'a 429 is not one of the 8 attempts');
+});
+
+test('a 429 without Retry-After pauses the endpoint for a second, and the delivery is sent again without using an attempt', async () => {
+  const path = '/bare-429';
+  const hook = await subscribe(path);
+  receiver.script(path, [{ status: 429 }, { status: 200 }]);
+  await emit(1, 'BARE');
+  await receiver.waitFor('the second request', (all) => all.filter((r) => r.path === path).length === 2, deliveredWithin(1, 1));
+  const [first, second] = receiver.receipts(path);
+  assert.ok(second!.receivedAt - first!.receivedAt >= 1000, `sent again after ${second!.receivedAt - first!.receivedAt} ms`);
+  const [delivery] = expectData(await api.listWebhookDeliveries(hook.id, { limit: 10 }, opts()), 200).deliveries;
+  const detail = await eventually('the delivery settled', async () => expectData(await api.getWebhookDelivery(hook.id, delivery!.id, opts()), 200), (d) => d.status === 'succeeded');
+  assert.equal(detail.attemptCount, 1);
+  assert.deepEqual(detail.attempts.map((a) => [a.attemptNumber, a.statusCode, a.throttled]), [[1, 429, true], [1, 200, false]]);
 });
 
 test('a paced endpoint\'s backlog does not slow another endpoint\'s deliveries of the same events', async () => {
