@@ -185,3 +185,17 @@ export async function backlogs(db: Db, webhookIds: readonly string[]): Promise<M
   const iso = (value: Timestamp | null) => (value === null ? null : new Date(value).toISOString());
   return new Map(rows.map((r) => [r.id, { waiting: Number(r.waiting), oldestWaitingSince: iso(r.oldest), pausedUntil: iso(r.paused_until) }]));
 }
+
+/**
+ * Every webhook with pending deliveries, for /metrics: how many and the oldest's age, grouped in
+ * one statement over webhook_deliveries_pending_idx (webhook_id, created_at), whose rows are the
+ * backlog alone; the webhooks row gives the catalog and status.
+ */
+export async function pendingByWebhook(db: Db): Promise<Array<{ webhookId: string; catalogId: string; status: string; waiting: number; oldestAgeSeconds: number }>> {
+  const rows = await query<{ webhook_id: string; catalog_id: string; status: string; waiting: string; age: number }>(db, 'webhooks.pending_by_webhook',
+    `SELECT b.webhook_id, w.catalog_id, w.status, b.waiting, extract(epoch FROM now() - b.oldest)::float8 AS age
+       FROM (SELECT webhook_id, count(*) AS waiting, min(created_at) AS oldest FROM webhook_deliveries
+              WHERE status = 'pending' GROUP BY webhook_id) b
+       JOIN webhooks w ON w.id = b.webhook_id`);
+  return rows.map((r) => ({ webhookId: r.webhook_id, catalogId: r.catalog_id, status: r.status, waiting: Number(r.waiting), oldestAgeSeconds: Math.max(0, r.age) }));
+}

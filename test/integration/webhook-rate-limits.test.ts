@@ -1,4 +1,4 @@
-// A webhook's rate limit over real HTTP: the API's rateLimit and backlog, a pace held below a receiver's own limit (also by two consumers processes), a receiver's 429 pausing its endpoint without using attempts, and ordering and filters under a pace.
+// A webhook's rate limit over real HTTP: the API's rateLimit and backlog, the backlog in /metrics, a pace held below a receiver's own limit (also by two consumers processes), a receiver's 429 pausing its endpoint without using attempts, and ordering and filters under a pace.
 import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
 import { after, before, beforeEach, test } from 'node:test';
@@ -8,6 +8,7 @@ import { domainEvent, eventRow, writeOutbox } from '../../domain/events/outbox.t
 import { query } from '../../platform/db/sql.ts';
 import type { Db } from '../../platform/db/sql.ts';
 import { clientOptions, expectData, expectStatus } from '../helpers/client.ts';
+import { metricValue } from '../helpers/metrics.ts';
 import { startConsumersProcess } from '../helpers/consumers-process.ts';
 import { startTestService } from '../helpers/service.ts';
 import type { Tenant, TestService } from '../helpers/service.ts';
@@ -163,6 +164,27 @@ test('the API sets, changes and clears a rate limit, refuses invalid ones with a
   await refused({ maxInFlight: 5 }, 'rateLimit');
   await refused({ perSecond: '10' }, 'rateLimit');
   assert.equal(expectData(await api.getWebhook(hook.id, opts()), 200).rateLimit, null, 'a refused change changes nothing');
+});
+
+test('the operations port\'s /metrics show a webhook\'s backlog and its age while deliveries wait, and no series once it drained', async () => {
+  const path = '/metered';
+  // One every 20 s: of four events the first goes at once, three wait a minute at most.
+  const hook = await subscribe(path, { rateLimit: { perSecond: 0.05 } });
+  await emit(4, 'METERED');
+  const waiting = await backlogWhen(hook.id, 'three waiting', (b) => b.waiting === 3 && receiver.receipts(path).length === 1);
+  const labels = { webhook_id: hook.id, catalog_id: tenant.catalogId, status: 'active' };
+  const scrape = (name: string) => () => metricValue(service.opsUrl, name, labels);
+  // The gauges are read at most every 5 s: within a few scrapes they show what the API answered.
+  await eventually('the backlog in /metrics', scrape('catalog_webhook_backlog_deliveries'), (v) => v === waiting.waiting);
+  const age = await scrape('catalog_webhook_backlog_oldest_age_seconds')();
+  assert.ok(age !== undefined && age > 0 && age < 120, `the oldest waiting delivery's age: ${age}`);
+
+  await api.updateWebhook(hook.id, { rateLimit: null }, opts());
+  await receiver.waitFor('the rest once the limit is cleared', (all) => all.filter((r) => r.path === path).length >= 4, 30_000);
+  await backlogWhen(hook.id, 'none waiting', (b) => b.waiting === 0);
+  // A drained webhook has no series: not a last value left behind.
+  await eventually('the series gone', scrape('catalog_webhook_backlog_deliveries'), (v) => v === undefined);
+  assert.equal(await scrape('catalog_webhook_backlog_oldest_age_seconds')(), undefined);
 });
 
 test('a webhook paced below its receiver\'s limit gets every delivery at its pace, and the receiver never says 429', async () => {
