@@ -7,7 +7,7 @@ import type { Actor } from '../../platform/actor.ts';
 import { Webhook } from '../../platform/db/entities/webhooks.ts';
 import { query } from '../../platform/db/sql.ts';
 import type { Db } from '../../platform/db/sql.ts';
-import { newId } from '../../platform/ids.ts';
+import { isId, newId } from '../../platform/ids.ts';
 import { notFound, validationError } from '../../platform/errors.ts';
 import { changedFields, recordAudit } from '../audit/audit-log.ts';
 import { decodeCursor, encodeCursor, keysetPage } from '../pagination.ts';
@@ -81,7 +81,7 @@ function checkEvents(events: readonly string[]): string[] {
 }
 
 /** The contract's bounds, again for callers that do not come through it (the CLI, benchmarks). */
-function checkRateLimit(limit: WebhookRateLimit): void {
+export function checkRateLimit(limit: WebhookRateLimit): void {
   if (!(Number.isFinite(limit.perSecond) && limit.perSecond > 0 && limit.perSecond <= 10_000)) {
     throw validationError([{ path: 'rateLimit.perSecond', message: 'must be a number above 0 and at most 10000' }]);
   }
@@ -98,6 +98,13 @@ function checkRateLimit(limit: WebhookRateLimit): void {
 export async function findWebhook(db: Db, catalogId: string, id: string, forUpdate = false): Promise<Webhook> {
   const webhook = await db.findOne(Webhook, { id, catalogId }, forUpdate ? { lockMode: LockMode.PESSIMISTIC_WRITE } : {});
   if (!webhook) throw notFound('Webhook');
+  return webhook;
+}
+
+/** A webhook of any catalog, by id alone (the operator's CLI), or a 404. */
+export async function findAnyWebhook(db: Db, id: string): Promise<Webhook> {
+  const webhook = isId(id) ? await db.findOne(Webhook, { id: id.toLowerCase() }) : null;
+  if (!webhook) throw notFound(`Webhook "${id}"`);
   return webhook;
 }
 
