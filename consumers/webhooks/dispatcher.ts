@@ -6,6 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { claimDueDeliveries, settleAttempts } from '../../domain/webhooks/delivery-queue.ts';
 import { DELIVERY_CHANNEL, nextDueAt } from '../../domain/webhooks/delivery-store.ts';
 import type { ClaimedDelivery, Completion } from '../../domain/webhooks/delivery-store.ts';
+import { FIRST_PAUSE_MS, MAX_PAUSE_MS } from '../../domain/webhooks/pacing.ts';
 import { nextAttemptDelay } from '../../domain/webhooks/retry-schedule.ts';
 import { createSender } from '../../domain/webhooks/send-delivery.ts';
 import type { AttemptOutcome } from '../../domain/webhooks/send-delivery.ts';
@@ -31,8 +32,8 @@ export interface DispatcherOptions {
   readonly maxInFlightPerWebhook?: number;
   /** Longest nap when nothing is due (other instances may schedule work without notifying us). */
   readonly pollIntervalMs?: number;
-  /** Called with each attempt's outcome (metrics). */
-  readonly onAttempt?: (outcome: 'succeeded' | 'failed' | 'exhausted') => void;
+  /** Called with each attempt's outcome (metrics); `throttled` is a 429, not counted as an attempt of the ladder. */
+  readonly onAttempt?: (outcome: 'succeeded' | 'failed' | 'exhausted' | 'throttled') => void;
   /** Called after a batch disabled webhooks (their owners are to be e-mailed). */
   readonly onDisabled?: (webhookIds: string[]) => void;
 }
@@ -50,6 +51,9 @@ export interface Dispatcher {
   stop(): Promise<void>;
   readonly stats: { claimed: number; succeeded: number; failed: number; flushes: number; claimMs: number; settleMs: number };
 }
+
+// What a delivery given back unsent (its endpoint paused) records: nothing, as no attempt was made.
+const NOT_SENT: AttemptOutcome = { ok: false, statusCode: null, durationMs: 0, error: null, responseExcerpt: null, retryAfterMs: null };
 
 // Settling in batches keeps Postgres at a few statements per batch rather than per delivery.
 const FLUSH_SIZE = 200;
@@ -84,6 +88,19 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
   const settleFailures = new WeakMap<Completion, number>();
   // Webhook and key pairs already logged as unreadable: once each, not once per delivery.
   const unreadable = new Set<string>();
+  // Endpoints a 429 paused, until when (epoch ms): marked the moment the status arrives, so this
+  // process sends nothing more to them before the settlement records the pause for the fleet.
+  const pausedUntil = new Map<string, number>();
+  const pausedFor = (webhookId: string): number => {
+    const until = pausedUntil.get(webhookId);
+    if (until === undefined) return 0;
+    if (until > Date.now()) return until - Date.now();
+    pausedUntil.delete(webhookId);
+    return 0;
+  };
+  const pauseUntil = (webhookId: string, until: number) => {
+    if (until > (pausedUntil.get(webhookId) ?? 0)) pausedUntil.set(webhookId, until);
+  };
 
   const poke = () => {
     woken = true;
@@ -127,17 +144,20 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
       pending = [];
       try {
         const settling = performance.now();
-        const disabled = await settleAttempts(db, batch, config.webhookDisableAfter);
+        const { disabled, pausedUntil: paused } = await settleAttempts(db, batch, config.webhookDisableAfter);
         stats.flushes += 1;
         stats.settleMs += Math.round(performance.now() - settling);
         if (disabled.length > 0) {
           log.warn({ webhookIds: disabled }, 'webhooks disabled after consecutive exhausted deliveries');
           options.onDisabled?.(disabled);
         }
+        // The fleet's pause (it may be longer: no Retry-After, or another process's 429).
+        for (const [webhookId, until] of paused) pauseUntil(webhookId, until.getTime());
         // A settled ordered delivery may let the next of its resource go: claim it now.
         if (batch.some((c) => c.delivery.ordered && (c.outcome.ok || c.exhausted))) poke();
-        // A retry due sooner than the next poll: wake up for it.
-        const soonest = Math.min(...batch.map((c) => c.nextDelayMs ?? Infinity));
+        // A retry, or a pause's end, sooner than the next poll: wake up for it.
+        const pauseEnds = [...paused.values()].map((until) => until.getTime() - Date.now());
+        const soonest = Math.min(...batch.map((c) => c.nextDelayMs ?? Infinity), ...pauseEnds);
         if (Number.isFinite(soonest)) setTimeout(poke, soonest).unref();
       } catch (error) {
         // Kept for another try, a few times: past that the deliveries' leases end and they are
@@ -158,6 +178,11 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
     attributes: { 'catalog.webhook.id': delivery.webhookId, 'catalog.delivery.id': delivery.id, 'catalog.event.id': delivery.eventId, 'catalog.delivery.attempt': delivery.attemptCount },
   }, (span) => attemptIn(delivery, span));
 
+  /** A 429 pauses its endpoint in this process at once: for its Retry-After, or 1 s until the settlement says how long. */
+  const onStatus = (webhookId: string) => (statusCode: number, retryAfterMs: number | null) => {
+    if (statusCode === 429) pauseUntil(webhookId, Date.now() + Math.min(retryAfterMs ?? FIRST_PAUSE_MS, MAX_PAUSE_MS));
+  };
+
   /** Signed with the live secrets, and sent. */
   function send(delivery: ClaimedDelivery, signing: SigningSecrets, span: Span | undefined): Promise<AttemptOutcome> {
     const body = Buffer.from(delivery.payload, 'utf8');
@@ -170,7 +195,7 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
     });
     const context = traceparent(span);
     if (context) headers.traceparent = context;
-    return sender.send(delivery.url, headers, body);
+    return sender.send(delivery.url, headers, body, onStatus(delivery.webhookId));
   }
 
   /** Never sent unsigned: an attempt whose secret cannot be opened fails as a send that failed, and is retried as one. */
@@ -185,9 +210,25 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
 
   async function attemptIn(delivery: ClaimedDelivery, span: Span | undefined): Promise<void> {
     const startedAt = new Date();
+    // Claimed before its endpoint paused: given back unsent, its attempt unused.
+    const waitMs = pausedFor(delivery.webhookId);
+    if (waitMs > 0) {
+      span?.setAttribute('catalog.delivery.deferred', true);
+      pending.push({ delivery, startedAt, outcome: NOT_SENT, exhausted: false, nextDelayMs: null, held: { throttled: false, waitMs } });
+      flushSoon();
+      return;
+    }
     const outcome = delivery.signing instanceof SecretKeyError ? notSent(delivery, delivery.signing) : await send(delivery, delivery.signing, span);
     if (outcome.statusCode !== null) span?.setAttribute('http.response.status_code', outcome.statusCode);
     if (!outcome.ok) failSpan(span, outcome.error ?? `answered ${outcome.statusCode}`);
+    if (outcome.statusCode === 429) {
+      // Not an attempt of the ladder: sent again once the endpoint's pause ends.
+      stats.failed += 1;
+      options.onAttempt?.('throttled');
+      pending.push({ delivery, startedAt, outcome, exhausted: false, nextDelayMs: null, held: { throttled: true, waitMs: 0 } });
+      flushSoon();
+      return;
+    }
     const nextDelayMs = outcome.ok ? null : nextAttemptDelay(delivery.attemptCount, config.webhookRetryDelaysMs, outcome.retryAfterMs);
     if (outcome.ok) stats.succeeded += 1;
     else stats.failed += 1;
@@ -224,7 +265,8 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
           waitingForRoom = false;
           continue;
         }
-        const saturated = [...inFlightByWebhook].filter(([, n]) => n >= perWebhook).map(([id]) => id);
+        const saturated = [...inFlightByWebhook].filter(([, n]) => n >= perWebhook).map(([id]) => id)
+          .concat([...pausedUntil.keys()].filter((id) => pausedFor(id) > 0));
         const claiming = performance.now();
         const claimed = await claimDueDeliveries(db, options.secrets, { limit: room, leaseMs, leaseToken: randomUUID(), skipWebhooks: saturated });
         stats.claimMs += Math.round(performance.now() - claiming);
