@@ -168,7 +168,7 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
 
 /**
  * catalog_webhook_backlog_deliveries and catalog_webhook_backlog_oldest_age_seconds: a series per
- * webhook with pending deliveries (docs/operations.md, "Metrics"), from one reading shared by both
+ * webhook with pending deliveries (docs/operations.md, "Health, readiness and metrics"), from one reading shared by both
  * and kept WEBHOOK_BACKLOG_MAX_AGE_MS. Each collect starts from empty, so a drained or deleted
  * webhook's series goes; a failed reading keeps the last one rather than a gap that would reset
  * an alert's `for`, and is tried again after the same interval.

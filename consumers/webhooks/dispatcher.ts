@@ -1,24 +1,22 @@
 // The delivery worker: claims due deliveries from Postgres under a lease, POSTs them, and settles the attempts in batches.
 import { detached } from '../../platform/async-context.ts';
-import { failSpan, inSpan, traceparent } from '../../platform/tracing.ts';
+import { failSpan, inSpan } from '../../platform/tracing.ts';
 import type { Span } from '../../platform/tracing.ts';
 import { randomUUID } from 'node:crypto';
 import { claimDueDeliveries, settleAttempts } from '../../domain/webhooks/delivery-queue.ts';
 import { DELIVERY_CHANNEL, nextDueAt } from '../../domain/webhooks/delivery-store.ts';
 import type { ClaimedDelivery, Completion } from '../../domain/webhooks/delivery-store.ts';
-import { FIRST_PAUSE_MS, MAX_PAUSE_MS } from '../../domain/webhooks/pacing.ts';
 import { nextAttemptDelay } from '../../domain/webhooks/retry-schedule.ts';
 import { createSender } from '../../domain/webhooks/send-delivery.ts';
 import type { AttemptOutcome } from '../../domain/webhooks/send-delivery.ts';
-import { deliveryHeaders, liveSecrets } from '../../domain/webhooks/signing.ts';
-import type { SigningSecrets } from '../../domain/webhooks/signing.ts';
 import type { Config } from '../../platform/config/config.ts';
-import { SecretKeyError } from '../../platform/crypto/secret-box.ts';
 import type { SecretBox } from '../../platform/crypto/secret-box.ts';
 import { listenToChannel } from '../../platform/db/connections.ts';
 import type { ChannelListener } from '../../platform/db/connections.ts';
 import type { Db } from '../../platform/db/sql.ts';
 import type { Logger } from '../../platform/log/logger.ts';
+import { endpointPauses } from './endpoint-pauses.ts';
+import { createSignedSend } from './signed-send.ts';
 
 export interface DispatcherOptions {
   readonly config: Pick<Config, 'databaseUrl' | 'webhookRetryDelaysMs' | 'webhookTimeoutMs' | 'webhookDisableAfter' | 'webhookAllowHttp' | 'outboundAllowPrivate'>;
@@ -86,21 +84,9 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
   let flushTimer: NodeJS.Timeout | undefined;
   let flushing: Promise<void> = Promise.resolve();
   const settleFailures = new WeakMap<Completion, number>();
-  // Webhook and key pairs already logged as unreadable: once each, not once per delivery.
-  const unreadable = new Set<string>();
-  // Endpoints a 429 paused, until when (epoch ms): marked the moment the status arrives, so this
-  // process sends nothing more to them before the settlement records the pause for the fleet.
-  const pausedUntil = new Map<string, number>();
-  const pausedFor = (webhookId: string): number => {
-    const until = pausedUntil.get(webhookId);
-    if (until === undefined) return 0;
-    if (until > Date.now()) return until - Date.now();
-    pausedUntil.delete(webhookId);
-    return 0;
-  };
-  const pauseUntil = (webhookId: string, until: number) => {
-    if (until > (pausedUntil.get(webhookId) ?? 0)) pausedUntil.set(webhookId, until);
-  };
+  // This process sends nothing more to an endpoint from the moment its 429 arrives.
+  const pauses = endpointPauses();
+  const send = createSignedSend(sender, log, pauses.onStatus);
 
   const poke = () => {
     woken = true;
@@ -152,7 +138,7 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
           options.onDisabled?.(disabled);
         }
         // The fleet's pause (it may be longer: no Retry-After, or another process's 429).
-        for (const [webhookId, until] of paused) pauseUntil(webhookId, until.getTime());
+        for (const [webhookId, until] of paused) pauses.pauseUntil(webhookId, until.getTime());
         // A settled ordered delivery may let the next of its resource go: claim it now.
         if (batch.some((c) => c.delivery.ordered && (c.outcome.ok || c.exhausted))) poke();
         // A retry, or a pause's end, sooner than the next poll: wake up for it.
@@ -178,47 +164,17 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
     attributes: { 'catalog.webhook.id': delivery.webhookId, 'catalog.delivery.id': delivery.id, 'catalog.event.id': delivery.eventId, 'catalog.delivery.attempt': delivery.attemptCount },
   }, (span) => attemptIn(delivery, span));
 
-  /** A 429 pauses its endpoint in this process at once: for its Retry-After, or 1 s until the settlement says how long. */
-  const onStatus = (webhookId: string) => (statusCode: number, retryAfterMs: number | null) => {
-    if (statusCode === 429) pauseUntil(webhookId, Date.now() + Math.min(retryAfterMs ?? FIRST_PAUSE_MS, MAX_PAUSE_MS));
-  };
-
-  /** Signed with the live secrets, and sent. */
-  function send(delivery: ClaimedDelivery, signing: SigningSecrets, span: Span | undefined): Promise<AttemptOutcome> {
-    const body = Buffer.from(delivery.payload, 'utf8');
-    const headers = deliveryHeaders({
-      eventId: delivery.eventId,
-      eventType: delivery.eventType,
-      body,
-      secrets: liveSecrets(signing),
-      timestamp: Math.floor(Date.now() / 1000),
-    });
-    const context = traceparent(span);
-    if (context) headers.traceparent = context;
-    return sender.send(delivery.url, headers, body, onStatus(delivery.webhookId));
-  }
-
-  /** Never sent unsigned: an attempt whose secret cannot be opened fails as a send that failed, and is retried as one. */
-  function notSent(delivery: ClaimedDelivery, error: SecretKeyError): AttemptOutcome {
-    const pair = `${delivery.webhookId} ${error.keyId}`;
-    if (!unreadable.has(pair)) {
-      unreadable.add(pair);
-      log.error({ webhookId: delivery.webhookId, keyId: error.keyId }, `webhook deliveries not sent: ${error.message} (SECRETS_KEY, SECRETS_OLD_KEYS)`);
-    }
-    return { ok: false, statusCode: null, durationMs: 0, error: `not sent: ${error.message}`, responseExcerpt: null, retryAfterMs: null };
-  }
-
   async function attemptIn(delivery: ClaimedDelivery, span: Span | undefined): Promise<void> {
     const startedAt = new Date();
     // Claimed before its endpoint paused: given back unsent, its attempt unused.
-    const waitMs = pausedFor(delivery.webhookId);
+    const waitMs = pauses.remainingMs(delivery.webhookId);
     if (waitMs > 0) {
       span?.setAttribute('catalog.delivery.deferred', true);
       pending.push({ delivery, startedAt, outcome: NOT_SENT, exhausted: false, nextDelayMs: null, held: { throttled: false, waitMs } });
       flushSoon();
       return;
     }
-    const outcome = delivery.signing instanceof SecretKeyError ? notSent(delivery, delivery.signing) : await send(delivery, delivery.signing, span);
+    const outcome = await send(delivery, span);
     if (outcome.statusCode !== null) span?.setAttribute('http.response.status_code', outcome.statusCode);
     if (!outcome.ok) failSpan(span, outcome.error ?? `answered ${outcome.statusCode}`);
     if (outcome.statusCode === 429) {
@@ -266,7 +222,7 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
           continue;
         }
         const saturated = [...inFlightByWebhook].filter(([, n]) => n >= perWebhook).map(([id]) => id)
-          .concat([...pausedUntil.keys()].filter((id) => pausedFor(id) > 0));
+          .concat(pauses.paused());
         const claiming = performance.now();
         const claimed = await claimDueDeliveries(db, options.secrets, { limit: room, leaseMs, leaseToken: randomUUID(), skipWebhooks: saturated });
         stats.claimMs += Math.round(performance.now() - claiming);
