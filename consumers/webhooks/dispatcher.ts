@@ -56,6 +56,9 @@ const NOT_SENT: AttemptOutcome = { ok: false, statusCode: null, durationMs: 0, e
 // Settling in batches keeps Postgres at a few statements per batch rather than per delivery.
 const FLUSH_SIZE = 200;
 const FLUSH_DELAY_MS = 5;
+// A paced webhook's slots fall due a few ms apart: a claim for each would cost Postgres more than
+// the deliveries it claims, so the loop waits at least this long between claims that found room.
+const CLAIM_GAP_MS = 20;
 
 export function createDispatcher(options: DispatcherOptions): Dispatcher {
   const { config, db } = options;
@@ -230,10 +233,11 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
         stats.claimed += claimed.length;
         for (const delivery of claimed) launch(delivery);
         if (claimed.length === room) continue;
-        // Nothing more due now: sleep until the next scheduled attempt, a NOTIFY or a free slot.
+        // Nothing more due now: sleep until the next scheduled attempt, a NOTIFY or a free slot;
+        // at least CLAIM_GAP_MS, so paced deliveries due a few ms apart are claimed a batch at a time.
         const due = await nextDueAt(db);
         const untilDue = due === null ? pollIntervalMs : due.getTime() - Date.now();
-        await nap(Math.min(pollIntervalMs, Math.max(untilDue, claimed.length === 0 && untilDue <= 0 ? 50 : 0)));
+        await nap(Math.min(pollIntervalMs, Math.max(untilDue, claimed.length === 0 && untilDue <= 0 ? 50 : CLAIM_GAP_MS)));
       } catch (error) {
         backoff = Math.min(backoff === 0 ? 250 : backoff * 2, 10_000);
         log.warn({ err: error, retryInMs: backoff }, 'claiming deliveries failed');

@@ -6,7 +6,7 @@ import type { SecretBox } from '../../platform/crypto/secret-box.ts';
 import { query } from '../../platform/db/sql.ts';
 import type { Db } from '../../platform/db/sql.ts';
 import { NOT_HELD_BACK } from './ordered-deliveries.ts';
-import { ADMITTED, CAPPED, ENDPOINT_OPEN, LEASABLE_AT_ONCE, RETRY_SLOTS, takeSlots } from './pacing.ts';
+import { ADMITTED, CAPPED, ENDPOINT_OPEN, LEASABLE_AT_ONCE, RETRY_SLOTS, SLOT, takeSlots } from './pacing.ts';
 import type { HeldBack } from './pacing.ts';
 import type { AttemptOutcome } from './send-delivery.ts';
 import { previousSecretContext, secretContext } from './signing.ts';
@@ -92,7 +92,7 @@ export async function insertDeliveries(db: Db, secrets: SecretBox, batch: NewDel
          AS e(event_id, catalog_id, event_type, created_at, ord)),
      matched AS (
        SELECT w.id AS webhook_id, w.catalog_id, e.event_id, e.event_type, e.ord, w.ordered AND ($11::text[])[e.ord::int] IS NOT NULL AS ordered,
-              w.rate_per_second IS NOT NULL AS paced,
+              w.rate_per_second IS NOT NULL AS paced, row_number() OVER (PARTITION BY w.id ORDER BY e.ord) - 1 AS k,
               row_number() OVER (ORDER BY e.ord, w.id) <= $6::int AND NOT w.ordered AND ${LEASABLE_AT_ONCE} AS leased
          FROM e JOIN webhooks w ON w.catalog_id = e.catalog_id AND w.status = 'active' AND w.created_at <= e.created_at
                  AND (w.events @> ARRAY['*'] OR w.events @> ARRAY[e.event_type])
@@ -103,9 +103,9 @@ export async function insertDeliveries(db: Db, secrets: SecretBox, batch: NewDel
        SELECT catalog_uuid_v7(), m.webhook_id, m.catalog_id, m.event_id, m.event_type, ($5::text[])[m.ord::int], 'pending',
               CASE WHEN m.leased THEN 1 ELSE 0 END,
               CASE WHEN m.leased THEN $7::uuid END,
-              coalesce(s.slot, now() + CASE WHEN m.leased THEN $8::int ELSE $9::int END * interval '1 millisecond'), ($10::text[])[m.ord::int],
+              coalesce(${SLOT}, now() + CASE WHEN m.leased THEN $8::int ELSE $9::int END * interval '1 millisecond'), ($10::text[])[m.ord::int],
               CASE WHEN m.ordered THEN ($11::text[])[m.ord::int] END, CASE WHEN m.ordered THEN ($12::bigint[])[m.ord::int] END
-         FROM matched m LEFT JOIN slots s ON s.webhook_id = m.webhook_id AND s.event_id = m.event_id
+         FROM matched m LEFT JOIN pace p ON p.id = m.webhook_id
        ON CONFLICT (webhook_id, event_id) DO NOTHING
        RETURNING id, webhook_id, event_id, lease_token IS NOT NULL AS leased)
      SELECT c.id, c.webhook_id, c.event_id, c.leased, w.url, w.secret, w.previous_secret, w.previous_secret_expires_at

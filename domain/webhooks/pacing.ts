@@ -16,21 +16,21 @@ export const LONGEST_BARE_PAUSE_MS = 60_000;
 export const LEASABLE_AT_ONCE = 'w.rate_per_second IS NULL AND w.max_in_flight IS NULL';
 
 /**
- * The fan-out's CTEs after `matched` (with `paced`, `ord`, `webhook_id`, `event_id`): each paced
- * delivery's slot, `greatest(now + first delay, pace_at, paused_until) + k / rate` in event
- * order, and pace_at moved past the last one in the same statement. The UPDATE takes the row's
- * lock, so a fan-out in another process waits and continues from the new pace_at.
+ * The fan-out's CTE after `matched` (with `paced`, `webhook_id`, and `k`: the delivery's place
+ * among its webhook's in this batch, from 0, in event order): `pace`, each paced webhook's first
+ * slot, `greatest(now + first delay, pace_at, paused_until)`, with pace_at moved past the batch's
+ * last, `first_slot + k / rate`. The UPDATE takes the row's lock, so a fan-out in another process
+ * waits and continues from the new pace_at. Joined by webhook alone: a few rows, whatever the batch.
  */
-export const takeSlots = (firstDelayMs: string) => `slot_rows AS (
-       SELECT m.webhook_id, m.event_id, row_number() OVER (PARTITION BY m.webhook_id ORDER BY m.ord) - 1 AS k FROM matched m WHERE m.paced),
-     pace AS (
+export const takeSlots = (firstDelayMs: string) => `pace AS (
        UPDATE webhooks w SET pace_at = greatest(w.pace_at, w.paused_until, now() + ${firstDelayMs} * interval '1 millisecond')
                                        + n.n / w.rate_per_second * interval '1 second'
-         FROM (SELECT webhook_id, count(*) AS n FROM slot_rows GROUP BY webhook_id) n
+         FROM (SELECT webhook_id, count(*) AS n FROM matched WHERE paced GROUP BY webhook_id) n
         WHERE w.id = n.webhook_id AND w.rate_per_second IS NOT NULL
-       RETURNING w.id, w.pace_at - n.n / w.rate_per_second * interval '1 second' AS first_slot, w.rate_per_second AS rate),
-     slots AS (
-       SELECT r.webhook_id, r.event_id, p.first_slot + r.k / p.rate * interval '1 second' AS slot FROM slot_rows r JOIN pace p ON p.id = r.webhook_id)`;
+       RETURNING w.id, w.pace_at - n.n / w.rate_per_second * interval '1 second' AS first_slot, w.rate_per_second AS rate)`;
+
+/** A delivery's slot in the fan-out's INSERT, from `matched` m and its webhook's `pace` p (NULL when not paced). */
+export const SLOT = 'p.first_slot + m.k / p.rate * interval \'1 second\'';
 
 /**
  * The settlement's CTEs after `u`: a paced webhook's retry due before its pace's end waits its
