@@ -23,6 +23,7 @@ import { createLogger } from '../platform/log/logger.ts';
 import { holdConsumerHeap, releaseStartupMemory } from '../platform/memory.ts';
 import { keyCounter } from '../domain/access/key-store.ts';
 import { outboxBacklog } from '../domain/events/outbox.ts';
+import { pendingByWebhook } from '../domain/webhooks/pacing.ts';
 import { createMetrics } from '../platform/metrics.ts';
 import { cachedReadiness } from '../platform/http/ops.ts';
 import { startOpsServer } from '../platform/http/ops-server.ts';
@@ -104,7 +105,14 @@ export async function startService(config: Config, logger: Logger = createLogger
     const metrics = createMetrics({
       outboxBacklog: () => outboxBacklog(orm.em.fork()), dependencies: readiness,
       ...(readReplica ? { readReplicaLag: () => readReplica.lagSeconds() } : {}),
-      ...(config.role === 'api' ? {} : { consumerLag: () => consumerLag(kafka) }),
+      ...(config.role === 'api' ? {} : {
+        consumerLag: () => consumerLag(kafka),
+        // Where deliveries are made, not on every API replica: one statement per scrape interval.
+        webhookBacklogs: () => pendingByWebhook(orm.em.fork()).catch((error: unknown) => {
+          logger.warn({ err: error }, 'could not read the webhook backlogs for /metrics: the last reading stays');
+          throw error;
+        }),
+      }),
     });
     // Each statement's time by name in /metrics and, at LOG_LEVEL=debug, in the log.
     const logStatements = logger.isLevelEnabled('debug');

@@ -4,7 +4,8 @@
 // consumers`: relay, fan-out, dispatcher) and an HTTP receiver in this process that checks
 // signatures. Events are committed to the outbox at a steady rate, in steps of rising rates until
 // p99 passes 100 ms (or at --rate events/s alone, 0 = all at once); latency is from each event's
-// commit to its receipt by each webhook.
+// commit to its receipt by each webhook. With --paced N, each webhook has a rate limit of N/s and
+// every event is committed at once: the set rate is printed beside the one each webhook received.
 import { spawn } from 'node:child_process';
 import { createHmac, randomBytes } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
@@ -28,6 +29,7 @@ import { dropBenchDatabase, freshBenchDatabase } from './database.ts';
 import { SERVICE_PROCESS_ENV } from './service-env.ts';
 import { cliActor } from '../platform/actor.ts';
 import { track } from './children.ts';
+import { pacedRates } from './webhooks-paced.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -41,6 +43,8 @@ const { values: args } = parseArgs({
     filter: { type: 'boolean', default: false },
     resources: { type: 'string', default: '0' },
     modes: { type: 'boolean', default: false },
+    // Each webhook paced at N deliveries/s (its rateLimit); the events committed at once; the set rate beside the achieved one.
+    paced: { type: 'string' },
   },
 });
 // --modes: unordered, filtered and ordered runs side by side (bench/webhooks-modes.ts).
@@ -50,7 +54,8 @@ let eventCount = 0;
 const EVENTS = Number(args.events);
 const WEBHOOKS = Number(args.webhooks);
 // Without --rate, the highest rate kept up with is searched for, from START_RATE events/s.
-const RATE = args.rate === undefined ? undefined : Number(args.rate);
+const PACED = args.paced === undefined ? undefined : Number(args.paced);
+const RATE = PACED !== undefined ? 0 : args.rate === undefined ? undefined : Number(args.rate);
 const BATCH = Number(args.batch);
 const P99_BOUND_MS = 100;
 const START_RATE = 500;
@@ -119,6 +124,7 @@ const em = orm.em.fork();
 const catalog = await createCatalog(em, { name: 'bench', ownerEmail: 'bench@merchant.example' }, cliActor());
 for (let i = 0; i < WEBHOOKS; i++) {
   const hook = await createWebhook(em, box, { allowHttp: true, allowPrivate: true }, catalog.id, { url: `${base}/hook-${i}`, events: ['*'], ordered: args.ordered,
+    ...(PACED === undefined ? {} : { rateLimit: { perSecond: PACED } }),
     ...(args.filter ? { filter: { all: [{ field: 'type', equals: 'item.updated' }, { field: 'data.contentHash', exists: true }, { not: { field: 'data.sku', in: ['x', 'y'] } }] } } : {}) }, cliActor());
   secrets.set(`/hook-${i}`, hook.secret);
 }
@@ -228,7 +234,16 @@ const stepText = (s: Step) => `${s.rate * WEBHOOKS} offered → ${Math.round(s.d
 
 const roles = new Map([['consumers', worker.pid!], ['this script', process.pid]]);
 const timelineStart = Date.now();
-if (RATE !== undefined) {
+if (PACED !== undefined) {
+  // Every event at once; each webhook's deliveries arrive at its pace, whatever the backlog.
+  process.stdout.write(`${EVENTS} events × ${WEBHOOKS} webhooks = ${EVENTS * WEBHOOKS} deliveries, committed at once; each webhook paced at ${PACED} deliveries/s\n`);
+  const result = await step(0, EVENTS, 'p');
+  const { lines, rates } = pacedRates(received, PACED);
+  for (const line of lines) process.stdout.write(`${line}\n`);
+  process.stdout.write(`paced: set ${PACED} deliveries/s a webhook, achieved ${Math.min(...rates).toFixed(1)}–${Math.max(...rates).toFixed(1)}; `
+    + `${result.delivered}/${result.events * WEBHOOKS} delivered; CPU a delivery ${cpuText(result.cpu)}\nduplicates ${duplicates}, bad signatures ${badSignatures}\n`);
+  failed ||= result.delivered !== result.events * WEBHOOKS;
+} else if (RATE !== undefined) {
   // One rate, as asked.
   process.stdout.write(`${EVENTS} events × ${WEBHOOKS} webhooks = ${EVENTS * WEBHOOKS} deliveries; rate ${RATE === 0 ? 'burst' : `${RATE} events/s (${RATE * WEBHOOKS} deliveries/s offered)`}, ${BATCH} events per transaction\n`);
   const result = await step(RATE, EVENTS, 'e');

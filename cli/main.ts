@@ -1,4 +1,4 @@
-// The `catalog` command: serve, migrate, and the operator's catalog, key, console-link and secrets-key management, and the audit log.
+// The `catalog` command: serve, migrate, and the operator's catalog, key, console-link, webhook-pace and secrets-key management, and the audit log.
 import { parseArgs } from 'node:util';
 import { ProductError } from '../platform/errors.ts';
 import { ConfigError, loadConfig } from '../platform/config/config.ts';
@@ -37,6 +37,13 @@ const COMMANDS: Record<string, string> = {
                                           --if-changed: an unchanged source completes at once
   import --retry JOB_ID [--wait] [files]  import a finished job's failed lines again, as they were
   import --job JOB_ID [files]             wait for jobs already made, then write their files
+`,
+  webhooks: `  webhooks list --catalog NAME_OR_ID      list a catalog's webhooks: id, url, status, rate limit, and
+                                          their backlog (pending, the oldest's creation, a 429's pause)
+  webhooks rate-limit WEBHOOK_ID (--per-second N [--max-in-flight M] | --clear)
+                                          set or clear a webhook's pace as its owner's PATCH does
+                                          (N above 0 and at most 10000, M from 1 to 1000): the
+                                          deliveries waiting are spread over the new pace at once
 `,
   outbox: `  outbox parked [--catalog ID] [--all]    list the records the broker refused for good (--all: re-sent too)
   outbox resend RECORD_ID | --all [--catalog ID]
@@ -103,6 +110,8 @@ async function main(argv: string[]): Promise<number> {
       return (await import('./access.ts')).runAccessCommand(loadConfig(), command, rest);
     case 'console':
       return (await import('./console.ts')).runConsoleCommand(loadConfig(), rest);
+    case 'webhooks':
+      return (await import('./webhooks.ts')).runWebhooksCommand(loadConfig(), rest);
     case 'outbox':
       return (await import('./outbox.ts')).runOutboxCommand(loadConfig(), rest);
     case 'secrets':

@@ -1,7 +1,7 @@
 // `catalog secrets …`: which keys seal the values kept secret at rest (webhook secrets, import source addresses and headers, stored idempotent answers), and re-sealing them with the current key after a key rotation.
 import { parseArgs } from 'node:util';
 import { resealSourceSecrets, sourceSecretKeys } from '../domain/imports/source-store.ts';
-import { resealWebhookSecrets, webhookSecretKeys } from '../domain/webhooks/subscriptions.ts';
+import { resealWebhookSecrets, webhookSecretKeys } from '../domain/webhooks/secret-seals.ts';
 import type { Config } from '../platform/config/config.ts';
 import { SecretKeyError, secretKey } from '../platform/crypto/secret-box.ts';
 import type { SecretBox } from '../platform/crypto/secret-box.ts';

@@ -1,5 +1,5 @@
-// One webhook: its settings (edited in the form), its secret rotated, a test event, resume and
-// recover, and the delivery log with each delivery's outcome and a retry.
+// One webhook: its settings and pace (edited in the form), its backlog, its secret rotated, a test
+// event, resume and recover, and the delivery log with each delivery's outcome and a retry.
 import type { ComponentChildren } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import type { DeliveryStatus, Webhook } from '../generated/client.ts';
@@ -122,6 +122,11 @@ export function WebhookScreen({ webhookId }: { webhookId: string }) {
         <dt>Events</dt><dd>{current.events.join(', ')}</dd>
         <dt>Ordered</dt><dd>{current.ordered ? 'yes: each item\'s events in the order they happened' : 'no'}</dd>
         <dt>Filter</dt><dd>{current.filter ? <code>{JSON.stringify(current.filter)}</code> : 'none'}</dd>
+        <dt>Pace</dt><dd>{current.rateLimit
+          ? <>{current.rateLimit.perSecond} a second{current.rateLimit.maxInFlight !== undefined && <>, at most {current.rateLimit.maxInFlight} at once</>}</>
+          : 'no limit: as fast as the service can'}</dd>
+        <dt>Waiting</dt><dd>{current.backlog.waiting === 0 ? 'nothing' : <>{current.backlog.waiting} deliveries, the oldest since <When at={current.backlog.oldestWaitingSince} /></>}
+          {current.backlog.pausedUntil && <> (paused by a 429 until <When at={current.backlog.pausedUntil} />)</>}</dd>
         <dt>Last success</dt><dd>{current.lastSuccessAt ? <When at={current.lastSuccessAt} /> : 'never'}</dd>
         <dt>Consecutive failures</dt><dd>{current.consecutiveFailures}{current.disabledAt && <> (disabled <When at={current.disabledAt} />)</>}</dd>
       </dl>

@@ -54,9 +54,10 @@ export function WebhooksScreen() {
             {list.rows.map((webhook) => (
               <tr key={webhook.id}>
                 <td><a href={href('webhooks', webhook.id)}>{webhook.url}</a>{webhook.description && <div class="hint">{webhook.description}</div>}</td>
-                <td>{webhook.events.join(', ')}{webhook.filter && <span class="badge muted">filtered</span>}{webhook.ordered && <span class="badge muted">ordered</span>}</td>
+                <td>{webhook.events.join(', ')}{webhook.filter && <span class="badge muted">filtered</span>}{webhook.ordered && <span class="badge muted">ordered</span>}{webhook.rateLimit && <span class="badge muted">{webhook.rateLimit.perSecond}/s</span>}</td>
                 <td><StatusBadge status={webhook.status} />{webhook.disabledAt && <> since <When at={webhook.disabledAt} /></>}
-                  <div class="hint">last success {webhook.lastSuccessAt ? <When at={webhook.lastSuccessAt} /> : 'never'}</div></td>
+                  <div class="hint">last success {webhook.lastSuccessAt ? <When at={webhook.lastSuccessAt} /> : 'never'}</div>
+                  {webhook.backlog.waiting > 0 && <div class="hint">{webhook.backlog.waiting} waiting since <When at={webhook.backlog.oldestWaitingSince} /></div>}</td>
                 <td class="number">{webhook.consecutiveFailures}</td>
                 <td><When at={webhook.createdAt} /></td>
               </tr>

@@ -541,6 +541,12 @@ export type WebhookFilter = {
     "in"?: (string | number | boolean | null)[];
     exists?: boolean;
 };
+export type WebhookRateLimit = {
+    /** Deliveries a second (0.1 is one every 10 s). */
+    perSecond: number;
+    /** Attempts in flight at once at most; absent, no cap beyond the pace. */
+    maxInFlight?: number;
+};
 export type CreateWebhookRequest = {
     url: WebhookUrl;
     /** Event types to receive, or `['*']` for all. */
@@ -555,6 +561,16 @@ export type CreateWebhookRequest = {
     Different resources go in parallel. Applies to the events after it is set.
      */
     ordered?: boolean;
+    /** The pace of its deliveries; `null` or absent, as fast as the service can. */
+    rateLimit?: WebhookRateLimit | null;
+};
+export type WebhookBacklog = {
+    /** Pending deliveries (waiting their turn, waiting for a retry, or being attempted). */
+    waiting: number;
+    /** When the oldest of them was created; `null` when none waits. */
+    oldestWaitingSince: string | null;
+    /** No delivery is sent before this time, as the receiver answered 429 (with its `Retry-After`); `null` when not paused. */
+    pausedUntil: string | null;
 };
 export type WebhookStatus = "active" | "disabled";
 export type Webhook = {
@@ -568,6 +584,9 @@ export type Webhook = {
     filter?: WebhookFilter | null;
     /** Whether each resource's events are delivered in the order they happened (see `createWebhook`). */
     ordered?: boolean;
+    /** The pace its deliveries are sent at; `null` when it has none (as fast as the service can). */
+    rateLimit: WebhookRateLimit | null;
+    backlog: WebhookBacklog;
     status: WebhookStatus;
     /** Consecutive exhausted deliveries; reset by a success or by `resumeWebhook`. */
     consecutiveFailures: number;
@@ -602,6 +621,8 @@ export type UpdateWebhookRequest = {
     Different resources go in parallel. Applies to the events after it is set.
      */
     ordered?: boolean;
+    /** A new pace, replacing the whole limit; `null` removes it. The deliveries waiting go to the new pace at once. */
+    rateLimit?: WebhookRateLimit | null;
 };
 export type RotatedSecret = {
     /** The new secret; shown only here. */
@@ -637,7 +658,10 @@ export type WebhookDeliveryList = {
     nextCursor: string | null;
 };
 export type DeliveryAttempt = {
+    /** Which of the 8 attempts it was; a throttled attempt's number is used again by the next. */
     attemptNumber: number;
+    /** The receiver answered 429; the attempt is sent again after its `Retry-After` and did not count as one of the 8. */
+    throttled: boolean;
     startedAt: string;
     /** `null` when no answer arrived (timeout, refused connection, blocked address). */
     statusCode: number | null;
@@ -1918,7 +1942,7 @@ export function getWebhook(id: string, opts?: Oazapfts.RequestOpts) {
     });
 }
 /**
- * Change a webhook's address, events or description
+ * Change a webhook's address, events, description or pace
  */
 export function updateWebhook(id: string, updateWebhookRequest: UpdateWebhookRequest, opts?: Oazapfts.RequestOpts) {
     return oazapfts.fetchJson<{

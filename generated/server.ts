@@ -753,6 +753,14 @@ export interface paths {
          *     (default: the catalog owner's address). A webhook receives the events of its own catalog
          *     that happen after it is created.
          *
+         *     **Pace.** `rateLimit` caps how fast its deliveries go (`perSecond`, and `maxInFlight`
+         *     attempts at once), across every process of the service: a large import's deliveries wait
+         *     their turn, and waiting is not an attempt (it neither uses one of the 8 nor counts towards
+         *     disabling). Whatever the limit, a receiver's 429 pauses every delivery to the webhook for
+         *     its `Retry-After` (seconds or an HTTP date; without one 1 s, doubling to 60 s while 429s
+         *     follow each other), and the refused delivery is sent again after it without counting as
+         *     an attempt. `backlog` says how many deliveries wait and since when.
+         *
          *     **Not idempotent**: every call creates a new webhook with a new secret unless you send
          *     an `Idempotency-Key` (same key and body within 24 h → the first answer, including the
          *     secret; another body → 409). Requires scope `webhooks:manage`.
@@ -793,11 +801,12 @@ export interface paths {
         options?: never;
         head?: never;
         /**
-         * Change a webhook's address, events or description
+         * Change a webhook's address, events, description or pace
          * @description Changes only the fields sent (at least one); `description: null` clears it. The URL
          *     rules of `createWebhook` apply. The secret is not changed (see `rotateWebhookSecret`)
-         *     and a disabled webhook stays disabled (see `resumeWebhook`). Requires scope
-         *     `webhooks:manage`.
+         *     and a disabled webhook stays disabled (see `resumeWebhook`). A new `rateLimit` (or
+         *     `null`, none) applies at once: the deliveries waiting are spread over the new pace from
+         *     now (without a limit, they are all due now). Requires scope `webhooks:manage`.
          */
         patch: operations["updateWebhook"];
         trace?: never;
@@ -3745,7 +3754,13 @@ export interface components {
          *       "lastSuccessAt": "2026-11-21T12:30:00.000Z",
          *       "disabledAt": null,
          *       "createdAt": "2026-11-21T12:00:00.000Z",
-         *       "updatedAt": "2026-11-21T12:00:00.000Z"
+         *       "updatedAt": "2026-11-21T12:00:00.000Z",
+         *       "rateLimit": null,
+         *       "backlog": {
+         *         "waiting": 0,
+         *         "oldestWaitingSince": null,
+         *         "pausedUntil": null
+         *       }
          *     }
          */
         Webhook: {
@@ -3764,6 +3779,9 @@ export interface components {
             filter?: components["schemas"]["WebhookFilter"] | null;
             /** @description Whether each resource's events are delivered in the order they happened (see `createWebhook`). */
             ordered?: boolean;
+            /** @description The pace its deliveries are sent at; `null` when it has none (as fast as the service can). */
+            rateLimit: components["schemas"]["WebhookRateLimit"] | null;
+            backlog: components["schemas"]["WebhookBacklog"];
             status: components["schemas"]["WebhookStatus"];
             /** @description Consecutive exhausted deliveries; reset by a success or by `resumeWebhook`. */
             consecutiveFailures: number;
@@ -3781,6 +3799,53 @@ export interface components {
             updatedAt: string;
         };
         /**
+         * WebhookRateLimit
+         * @description How fast deliveries go to this endpoint, whatever the number of service processes: at
+         *     most `perSecond` a second, evenly spaced, and at most `maxInFlight` attempts at once. A
+         *     delivery waiting its turn is not an attempt: it neither uses one of the 8 attempts nor
+         *     counts towards disabling. Set it below the receiver's own limit. Changing or clearing it
+         *     moves the waiting deliveries to the new pace at once (docs/webhooks.md, "Rate limits").
+         * @example {
+         *       "perSecond": 50,
+         *       "maxInFlight": 10
+         *     }
+         */
+        WebhookRateLimit: {
+            /**
+             * @description Deliveries a second (0.1 is one every 10 s).
+             * @example 50
+             */
+            perSecond: number;
+            /**
+             * @description Attempts in flight at once at most; absent, no cap beyond the pace.
+             * @example 10
+             */
+            maxInFlight?: number;
+        };
+        /**
+         * WebhookBacklog
+         * @description The deliveries not done yet, so you can see how far behind the endpoint is.
+         * @example {
+         *       "waiting": 182000,
+         *       "oldestWaitingSince": "2026-11-21T12:00:00.000Z",
+         *       "pausedUntil": null
+         *     }
+         */
+        WebhookBacklog: {
+            /** @description Pending deliveries (waiting their turn, waiting for a retry, or being attempted). */
+            waiting: number;
+            /**
+             * Format: date-time
+             * @description When the oldest of them was created; `null` when none waits.
+             */
+            oldestWaitingSince: string | null;
+            /**
+             * Format: date-time
+             * @description No delivery is sent before this time, as the receiver answered 429 (with its `Retry-After`); `null` when not paused.
+             */
+            pausedUntil: string | null;
+        };
+        /**
          * @description The new webhook and its signing secret (shown only here).
          * @example {
          *       "id": "0192f600-3c4d-7e5f-9a6b-7c8d9e0f1a2b",
@@ -3795,6 +3860,12 @@ export interface components {
          *       "disabledAt": null,
          *       "createdAt": "2026-11-21T12:00:00.000Z",
          *       "updatedAt": "2026-11-21T12:00:00.000Z",
+         *       "rateLimit": null,
+         *       "backlog": {
+         *         "waiting": 0,
+         *         "oldestWaitingSince": null,
+         *         "pausedUntil": null
+         *       },
          *       "secret": "whsec_Q2F0YWxvZ1NlcnZpY2VTaWduaW5nU2VjcmV0MDE"
          *     }
          */
@@ -3817,7 +3888,13 @@ export interface components {
          *         "lastSuccessAt": null,
          *         "disabledAt": null,
          *         "createdAt": "2026-11-21T12:00:00.000Z",
-         *         "updatedAt": "2026-11-21T12:00:00.000Z"
+         *         "updatedAt": "2026-11-21T12:00:00.000Z",
+         *         "rateLimit": null,
+         *         "backlog": {
+         *           "waiting": 0,
+         *           "oldestWaitingSince": null,
+         *           "pausedUntil": null
+         *         }
          *       }
          *     }
          */
@@ -3840,7 +3917,13 @@ export interface components {
          *           "lastSuccessAt": null,
          *           "disabledAt": null,
          *           "createdAt": "2026-11-21T12:00:00.000Z",
-         *           "updatedAt": "2026-11-21T12:00:00.000Z"
+         *           "updatedAt": "2026-11-21T12:00:00.000Z",
+         *           "rateLimit": null,
+         *           "backlog": {
+         *             "waiting": 0,
+         *             "oldestWaitingSince": null,
+         *             "pausedUntil": null
+         *           }
          *         }
          *       ],
          *       "nextCursor": null
@@ -3907,7 +3990,10 @@ export interface components {
          *       "url": "https://hooks.merchant.example/catalog",
          *       "events": [
          *         "*"
-         *       ]
+         *       ],
+         *       "rateLimit": {
+         *         "perSecond": 50
+         *       }
          *     }
          */
         CreateWebhookRequest: {
@@ -3937,6 +4023,8 @@ export interface components {
              * @default false
              */
             ordered: boolean;
+            /** @description The pace of its deliveries; `null` or absent, as fast as the service can. */
+            rateLimit?: components["schemas"]["WebhookRateLimit"] | null;
         };
         /**
          * @description At least one field.
@@ -3962,6 +4050,8 @@ export interface components {
              *     Different resources go in parallel. Applies to the events after it is set.
              */
             ordered?: boolean;
+            /** @description A new pace, replacing the whole limit; `null` removes it. The deliveries waiting go to the new pace at once. */
+            rateLimit?: components["schemas"]["WebhookRateLimit"] | null;
         };
         /**
          * @example {
@@ -4051,11 +4141,15 @@ export interface components {
          *       "statusCode": 200,
          *       "durationMs": 87,
          *       "error": null,
-         *       "responseBodyExcerpt": "ok"
+         *       "responseBodyExcerpt": "ok",
+         *       "throttled": false
          *     }
          */
         DeliveryAttempt: {
+            /** @description Which of the 8 attempts it was; a throttled attempt's number is used again by the next. */
             attemptNumber: number;
+            /** @description The receiver answered 429; the attempt is sent again after its `Retry-After` and did not count as one of the 8. */
+            throttled: boolean;
             /** Format: date-time */
             startedAt: string;
             /** @description `null` when no answer arrived (timeout, refused connection, blocked address). */
@@ -4089,7 +4183,8 @@ export interface components {
          *           "statusCode": 503,
          *           "durationMs": 120,
          *           "error": "HTTP 503",
-         *           "responseBodyExcerpt": "Service Unavailable"
+         *           "responseBodyExcerpt": "Service Unavailable",
+         *           "throttled": false
          *         }
          *       ]
          *     }
@@ -7407,7 +7502,13 @@ export interface operations {
                      *             "lastSuccessAt": "2026-11-20T09:12:00.000Z",
                      *             "disabledAt": "2026-11-21T18:04:12.331Z",
                      *             "createdAt": "2026-11-21T12:00:00.000Z",
-                     *             "updatedAt": "2026-11-21T18:04:12.331Z"
+                     *             "updatedAt": "2026-11-21T18:04:12.331Z",
+                     *             "rateLimit": null,
+                     *             "backlog": {
+                     *               "waiting": 0,
+                     *               "oldestWaitingSince": null,
+                     *               "pausedUntil": null
+                     *             }
                      *           }
                      *         ],
                      *         "nextCursor": null
@@ -7496,6 +7597,12 @@ export interface operations {
                      *         "disabledAt": null,
                      *         "createdAt": "2026-11-21T12:00:00.000Z",
                      *         "updatedAt": "2026-11-21T12:00:00.000Z",
+                     *         "rateLimit": null,
+                     *         "backlog": {
+                     *           "waiting": 0,
+                     *           "oldestWaitingSince": null,
+                     *           "pausedUntil": null
+                     *         },
                      *         "secret": "whsec_Q2F0YWxvZ1NlcnZpY2VTaWduaW5nU2VjcmV0MDE"
                      *       }
                      *     }
@@ -8008,7 +8115,8 @@ export interface operations {
                      *             "statusCode": 500,
                      *             "durationMs": 112,
                      *             "error": "HTTP 500",
-                     *             "responseBodyExcerpt": "{\"error\":\"database unavailable\"}"
+                     *             "responseBodyExcerpt": "{\"error\":\"database unavailable\"}",
+                     *             "throttled": false
                      *           },
                      *           {
                      *             "attemptNumber": 2,
@@ -8016,7 +8124,8 @@ export interface operations {
                      *             "statusCode": null,
                      *             "durationMs": 5000,
                      *             "error": "timeout after 5000 ms",
-                     *             "responseBodyExcerpt": null
+                     *             "responseBodyExcerpt": null,
+                     *             "throttled": false
                      *           }
                      *         ]
                      *       }
@@ -9279,7 +9388,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Any other status, a redirect, or no answer within 5 seconds fails the attempt; it is retried per the schedule, honouring `Retry-After` on 429 and 503. */
+            /** @description Any other status, a redirect, or no answer within 5 seconds fails the attempt; it is retried per the schedule, honouring `Retry-After` on 503. A 429 pauses every delivery to the webhook for its `Retry-After` (1 s doubling to 60 s without one) and is sent again after it without counting as one of the 8 attempts. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -9357,7 +9466,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Any other status, a redirect, or no answer within 5 seconds fails the attempt; it is retried per the schedule, honouring `Retry-After` on 429 and 503. */
+            /** @description Any other status, a redirect, or no answer within 5 seconds fails the attempt; it is retried per the schedule, honouring `Retry-After` on 503. A 429 pauses every delivery to the webhook for its `Retry-After` (1 s doubling to 60 s without one) and is sent again after it without counting as one of the 8 attempts. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -9435,7 +9544,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Any other status, a redirect, or no answer within 5 seconds fails the attempt; it is retried per the schedule, honouring `Retry-After` on 429 and 503. */
+            /** @description Any other status, a redirect, or no answer within 5 seconds fails the attempt; it is retried per the schedule, honouring `Retry-After` on 503. A 429 pauses every delivery to the webhook for its `Retry-After` (1 s doubling to 60 s without one) and is sent again after it without counting as one of the 8 attempts. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -9513,7 +9622,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Any other status, a redirect, or no answer within 5 seconds fails the attempt; it is retried per the schedule, honouring `Retry-After` on 429 and 503. */
+            /** @description Any other status, a redirect, or no answer within 5 seconds fails the attempt; it is retried per the schedule, honouring `Retry-After` on 503. A 429 pauses every delivery to the webhook for its `Retry-After` (1 s doubling to 60 s without one) and is sent again after it without counting as one of the 8 attempts. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -9591,7 +9700,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Any other status, a redirect, or no answer within 5 seconds fails the attempt; it is retried per the schedule, honouring `Retry-After` on 429 and 503. */
+            /** @description Any other status, a redirect, or no answer within 5 seconds fails the attempt; it is retried per the schedule, honouring `Retry-After` on 503. A 429 pauses every delivery to the webhook for its `Retry-After` (1 s doubling to 60 s without one) and is sent again after it without counting as one of the 8 attempts. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -9669,7 +9778,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Any other status, a redirect, or no answer within 5 seconds fails the attempt; it is retried per the schedule, honouring `Retry-After` on 429 and 503. */
+            /** @description Any other status, a redirect, or no answer within 5 seconds fails the attempt; it is retried per the schedule, honouring `Retry-After` on 503. A 429 pauses every delivery to the webhook for its `Retry-After` (1 s doubling to 60 s without one) and is sent again after it without counting as one of the 8 attempts. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -9747,7 +9856,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Any other status, a redirect, or no answer within 5 seconds fails the attempt; it is retried per the schedule, honouring `Retry-After` on 429 and 503. */
+            /** @description Any other status, a redirect, or no answer within 5 seconds fails the attempt; it is retried per the schedule, honouring `Retry-After` on 503. A 429 pauses every delivery to the webhook for its `Retry-After` (1 s doubling to 60 s without one) and is sent again after it without counting as one of the 8 attempts. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -9825,7 +9934,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Any other status, a redirect, or no answer within 5 seconds fails the attempt; it is retried per the schedule, honouring `Retry-After` on 429 and 503. */
+            /** @description Any other status, a redirect, or no answer within 5 seconds fails the attempt; it is retried per the schedule, honouring `Retry-After` on 503. A 429 pauses every delivery to the webhook for its `Retry-After` (1 s doubling to 60 s without one) and is sent again after it without counting as one of the 8 attempts. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -9903,7 +10012,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Any other status, a redirect, or no answer within 5 seconds fails the attempt; it is retried per the schedule, honouring `Retry-After` on 429 and 503. */
+            /** @description Any other status, a redirect, or no answer within 5 seconds fails the attempt; it is retried per the schedule, honouring `Retry-After` on 503. A 429 pauses every delivery to the webhook for its `Retry-After` (1 s doubling to 60 s without one) and is sent again after it without counting as one of the 8 attempts. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -9981,7 +10090,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Any other status, a redirect, or no answer within 5 seconds fails the attempt; it is retried per the schedule, honouring `Retry-After` on 429 and 503. */
+            /** @description Any other status, a redirect, or no answer within 5 seconds fails the attempt; it is retried per the schedule, honouring `Retry-After` on 503. A 429 pauses every delivery to the webhook for its `Retry-After` (1 s doubling to 60 s without one) and is sent again after it without counting as one of the 8 attempts. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -10059,7 +10168,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Any other status, a redirect, or no answer within 5 seconds fails the attempt; it is retried per the schedule, honouring `Retry-After` on 429 and 503. */
+            /** @description Any other status, a redirect, or no answer within 5 seconds fails the attempt; it is retried per the schedule, honouring `Retry-After` on 503. A 429 pauses every delivery to the webhook for its `Retry-After` (1 s doubling to 60 s without one) and is sent again after it without counting as one of the 8 attempts. */
             default: {
                 headers: {
                     [name: string]: unknown;
@@ -10137,7 +10246,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Any other status, a redirect, or no answer within 5 seconds fails the attempt; it is retried per the schedule, honouring `Retry-After` on 429 and 503. */
+            /** @description Any other status, a redirect, or no answer within 5 seconds fails the attempt; it is retried per the schedule, honouring `Retry-After` on 503. A 429 pauses every delivery to the webhook for its `Retry-After` (1 s doubling to 60 s without one) and is sent again after it without counting as one of the 8 attempts. */
             default: {
                 headers: {
                     [name: string]: unknown;

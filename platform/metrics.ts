@@ -1,9 +1,12 @@
-// Prometheus metrics of the process, one registry built by the root: HTTP traffic, import lines, webhook attempts, outbox lag, runtime.
+// Prometheus metrics of the process, one registry built by the root: HTTP traffic, import lines, webhook attempts and backlogs, outbox lag, runtime.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { detached } from './async-context.ts';
 
 // Within Prometheus' default scrape timeout (10 s), with room for the rest of the scrape.
 const LAG_TIMEOUT_MS = 5000;
+// The webhook backlogs are read at most this often, however many scrapers ask: one grouped
+// statement over the pending deliveries, which a large backlog makes the costliest of a scrape.
+export const WEBHOOK_BACKLOG_MAX_AGE_MS = 5000;
 
 export interface Metrics {
   readonly registry: Registry;
@@ -34,6 +37,17 @@ export interface OutboxBacklog {
   readonly parked: number;
 }
 
+/** One webhook's pending deliveries (those its API answer counts as `backlog.waiting`). */
+export interface WebhookBacklog {
+  readonly webhookId: string;
+  readonly catalogId: string;
+  /** The webhook's status: a disabled webhook's deliveries wait for it to be resumed. */
+  readonly status: string;
+  readonly waiting: number;
+  /** Age of the oldest of them, in seconds. */
+  readonly oldestAgeSeconds: number;
+}
+
 export interface MetricsOptions {
   /** Read at every scrape. When it fails (the database is away) the outbox series read NaN: unknown, not zero. */
   readonly outboxBacklog?: () => Promise<OutboxBacklog>;
@@ -43,6 +57,11 @@ export interface MetricsOptions {
   readonly consumerLag?: () => Promise<ReadonlyArray<{ group: string; topic: string; messages: number }>>;
   /** The read replica's lag as its last background check read it (NaN: not answering); only when one is configured. */
   readonly readReplicaLag?: () => number;
+  /**
+   * Every webhook with pending deliveries, read at a scrape at most every WEBHOOK_BACKLOG_MAX_AGE_MS.
+   * When it fails the last reading stays (the caller logs why).
+   */
+  readonly webhookBacklogs?: () => Promise<readonly WebhookBacklog[]>;
 }
 
 export function createMetrics(options: MetricsOptions = {}): Metrics {
@@ -143,5 +162,43 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
       });
     }
   }
+  if (options.webhookBacklogs) webhookBacklogGauges(registry, options.webhookBacklogs);
   return { registry, requests, duration, importLines, deliveryAttempts, statementDuration, webhooksDisabled, importFailures, mediaJobs, reads };
+}
+
+/**
+ * catalog_webhook_backlog_deliveries and catalog_webhook_backlog_oldest_age_seconds: a series per
+ * webhook with pending deliveries (docs/operations.md, "Health, readiness and metrics"), from one reading shared by both
+ * and kept WEBHOOK_BACKLOG_MAX_AGE_MS. Each collect starts from empty, so a drained or deleted
+ * webhook's series goes; a failed reading keeps the last one rather than a gap that would reset
+ * an alert's `for`, and is tried again after the same interval.
+ */
+function webhookBacklogGauges(registry: Registry, webhookBacklogs: () => Promise<readonly WebhookBacklog[]>): void {
+  let last: { at: number; backlogs: readonly WebhookBacklog[] } | undefined;
+  let reading: Promise<readonly WebhookBacklog[]> | undefined;
+  const read = (): Promise<readonly WebhookBacklog[]> => {
+    if (last && Date.now() - last.at < WEBHOOK_BACKLOG_MAX_AGE_MS) return Promise.resolve(last.backlogs);
+    reading ??= detached(webhookBacklogs)
+      .catch(() => last?.backlogs ?? [])
+      .then((backlogs) => {
+        last = { at: Date.now(), backlogs };
+        return backlogs;
+      })
+      .finally(() => { reading = undefined; });
+    return reading;
+  };
+  const series = [
+    ['catalog_webhook_backlog_deliveries', 'Pending deliveries of a webhook (waiting their turn, retrying or being attempted); only webhooks with some.', 'waiting'],
+    ['catalog_webhook_backlog_oldest_age_seconds', 'Age of the oldest pending delivery of a webhook; only webhooks with pending deliveries.', 'oldestAgeSeconds'],
+  ] as const;
+  for (const [name, help, field] of series) {
+    new Gauge({
+      name, help, labelNames: ['webhook_id', 'catalog_id', 'status'] as const, registers: [registry],
+      async collect() {
+        const backlogs = await read();
+        this.reset();
+        for (const b of backlogs) this.set({ webhook_id: b.webhookId, catalog_id: b.catalogId, status: b.status }, b[field]);
+      },
+    });
+  }
 }

@@ -1,7 +1,7 @@
-// A webhook's settings as a form: address, event types, per-resource ordering, and a filter built
-// from conditions (all must hold) and shown in the filter language that the API stores.
+// A webhook's settings as a form: address, event types, per-resource ordering, a pace, and a filter
+// built from conditions (all must hold) and shown in the filter language that the API stores.
 import { useState } from 'preact/hooks';
-import type { EventSubscription, Webhook, WebhookFilter } from '../../generated/client.ts';
+import type { EventSubscription, Webhook, WebhookFilter, WebhookRateLimit } from '../../generated/client.ts';
 import { ErrorNotice } from './notice.tsx';
 
 const EVENT_TYPES: EventSubscription[] = [
@@ -18,6 +18,7 @@ export interface WebhookSettings {
   events: EventSubscription[];
   ordered: boolean;
   filter: WebhookFilter | null;
+  rateLimit: WebhookRateLimit | null;
 }
 
 // A typed value from what was typed: numbers, true/false and null as JSON, anything else as text.
@@ -58,6 +59,9 @@ export function WebhookForm({ initial, submitLabel, onSubmit }: { initial?: Webh
   const [description, setDescription] = useState(initial?.description ?? '');
   const [events, setEvents] = useState<EventSubscription[]>(initial?.events ?? ['item.created', 'item.updated', 'item.deleted']);
   const [ordered, setOrdered] = useState(initial?.ordered ?? false);
+  const [paced, setPaced] = useState(Boolean(initial?.rateLimit));
+  const [perSecond, setPerSecond] = useState(String(initial?.rateLimit?.perSecond ?? ''));
+  const [maxInFlight, setMaxInFlight] = useState(String(initial?.rateLimit?.maxInFlight ?? ''));
   const shown = conditionsOf(initial?.filter);
   const [conditions, setConditions] = useState<Condition[]>(shown ?? []);
   const [error, setError] = useState<unknown>(undefined);
@@ -73,7 +77,9 @@ export function WebhookForm({ initial, submitLabel, onSubmit }: { initial?: Webh
     setBusy(true);
     setError(undefined);
     try {
-      await onSubmit({ url, description: description.trim() === '' ? null : description, events, ordered, filter });
+      // The API checks the numbers (a 400 names the field); the form only reads them.
+      const rateLimit = paced ? { perSecond: Number(perSecond), ...(maxInFlight.trim() === '' ? {} : { maxInFlight: Number(maxInFlight) }) } : null;
+      await onSubmit({ url, description: description.trim() === '' ? null : description, events, ordered, filter, rateLimit });
     } catch (caught) {
       setError(caught);
     } finally {
@@ -96,6 +102,17 @@ export function WebhookForm({ initial, submitLabel, onSubmit }: { initial?: Webh
         </div>
       </fieldset>
       <label class="check"><input type="checkbox" checked={ordered} onChange={(e) => setOrdered((e.currentTarget as HTMLInputElement).checked)} /> Deliver each item's events in order (the next waits for the previous)</label>
+      <fieldset>
+        <legend>Pace</legend>
+        <label class="check"><input type="checkbox" checked={paced} onChange={(e) => setPaced((e.currentTarget as HTMLInputElement).checked)} /> Limit how fast deliveries go to this endpoint</label>
+        {paced && <>
+          <label for="webhook-per-second">Deliveries a second (0.1 is one every 10 seconds)</label>
+          <input id="webhook-per-second" type="number" required min="0.001" max="10000" step="any" value={perSecond} onInput={(e) => setPerSecond((e.currentTarget as HTMLInputElement).value)} />
+          <label for="webhook-max-in-flight">At most this many at once (optional)</label>
+          <input id="webhook-max-in-flight" type="number" min="1" max="1000" step="1" value={maxInFlight} onInput={(e) => setMaxInFlight((e.currentTarget as HTMLInputElement).value)} />
+        </>}
+        <p class="hint">Deliveries waiting their turn use none of their 8 attempts. Whatever the pace, a 429 from the endpoint pauses it for its Retry-After.</p>
+      </fieldset>
       <fieldset>
         <legend>Filter: only events where all of these hold</legend>
         {keptFilter !== undefined && keptFilter !== null && (

@@ -1,6 +1,6 @@
 // The delivery worker: claims due deliveries from Postgres under a lease, POSTs them, and settles the attempts in batches.
 import { detached } from '../../platform/async-context.ts';
-import { failSpan, inSpan, traceparent } from '../../platform/tracing.ts';
+import { failSpan, inSpan } from '../../platform/tracing.ts';
 import type { Span } from '../../platform/tracing.ts';
 import { randomUUID } from 'node:crypto';
 import { claimDueDeliveries, settleAttempts } from '../../domain/webhooks/delivery-queue.ts';
@@ -9,15 +9,14 @@ import type { ClaimedDelivery, Completion } from '../../domain/webhooks/delivery
 import { nextAttemptDelay } from '../../domain/webhooks/retry-schedule.ts';
 import { createSender } from '../../domain/webhooks/send-delivery.ts';
 import type { AttemptOutcome } from '../../domain/webhooks/send-delivery.ts';
-import { deliveryHeaders, liveSecrets } from '../../domain/webhooks/signing.ts';
-import type { SigningSecrets } from '../../domain/webhooks/signing.ts';
 import type { Config } from '../../platform/config/config.ts';
-import { SecretKeyError } from '../../platform/crypto/secret-box.ts';
 import type { SecretBox } from '../../platform/crypto/secret-box.ts';
 import { listenToChannel } from '../../platform/db/connections.ts';
 import type { ChannelListener } from '../../platform/db/connections.ts';
 import type { Db } from '../../platform/db/sql.ts';
 import type { Logger } from '../../platform/log/logger.ts';
+import { endpointPauses } from './endpoint-pauses.ts';
+import { createSignedSend } from './signed-send.ts';
 
 export interface DispatcherOptions {
   readonly config: Pick<Config, 'databaseUrl' | 'webhookRetryDelaysMs' | 'webhookTimeoutMs' | 'webhookDisableAfter' | 'webhookAllowHttp' | 'outboundAllowPrivate'>;
@@ -31,8 +30,8 @@ export interface DispatcherOptions {
   readonly maxInFlightPerWebhook?: number;
   /** Longest nap when nothing is due (other instances may schedule work without notifying us). */
   readonly pollIntervalMs?: number;
-  /** Called with each attempt's outcome (metrics). */
-  readonly onAttempt?: (outcome: 'succeeded' | 'failed' | 'exhausted') => void;
+  /** Called with each attempt's outcome (metrics); `throttled` is a 429, not counted as an attempt of the ladder. */
+  readonly onAttempt?: (outcome: 'succeeded' | 'failed' | 'exhausted' | 'throttled') => void;
   /** Called after a batch disabled webhooks (their owners are to be e-mailed). */
   readonly onDisabled?: (webhookIds: string[]) => void;
 }
@@ -51,9 +50,15 @@ export interface Dispatcher {
   readonly stats: { claimed: number; succeeded: number; failed: number; flushes: number; claimMs: number; settleMs: number };
 }
 
+// What a delivery given back unsent (its endpoint paused) records: nothing, as no attempt was made.
+const NOT_SENT: AttemptOutcome = { ok: false, statusCode: null, durationMs: 0, error: null, responseExcerpt: null, retryAfterMs: null };
+
 // Settling in batches keeps Postgres at a few statements per batch rather than per delivery.
 const FLUSH_SIZE = 200;
 const FLUSH_DELAY_MS = 5;
+// A paced webhook's slots fall due a few ms apart: a claim for each would cost Postgres more than
+// the deliveries it claims, so the loop waits at least this long between claims that found room.
+const CLAIM_GAP_MS = 20;
 
 export function createDispatcher(options: DispatcherOptions): Dispatcher {
   const { config, db } = options;
@@ -82,8 +87,9 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
   let flushTimer: NodeJS.Timeout | undefined;
   let flushing: Promise<void> = Promise.resolve();
   const settleFailures = new WeakMap<Completion, number>();
-  // Webhook and key pairs already logged as unreadable: once each, not once per delivery.
-  const unreadable = new Set<string>();
+  // This process sends nothing more to an endpoint from the moment its 429 arrives.
+  const pauses = endpointPauses();
+  const send = createSignedSend(sender, log, pauses.onStatus);
 
   const poke = () => {
     woken = true;
@@ -127,17 +133,20 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
       pending = [];
       try {
         const settling = performance.now();
-        const disabled = await settleAttempts(db, batch, config.webhookDisableAfter);
+        const { disabled, pausedUntil: paused } = await settleAttempts(db, batch, config.webhookDisableAfter);
         stats.flushes += 1;
         stats.settleMs += Math.round(performance.now() - settling);
         if (disabled.length > 0) {
           log.warn({ webhookIds: disabled }, 'webhooks disabled after consecutive exhausted deliveries');
           options.onDisabled?.(disabled);
         }
+        // The fleet's pause (it may be longer: no Retry-After, or another process's 429).
+        for (const [webhookId, until] of paused) pauses.pauseUntil(webhookId, until.getTime());
         // A settled ordered delivery may let the next of its resource go: claim it now.
         if (batch.some((c) => c.delivery.ordered && (c.outcome.ok || c.exhausted))) poke();
-        // A retry due sooner than the next poll: wake up for it.
-        const soonest = Math.min(...batch.map((c) => c.nextDelayMs ?? Infinity));
+        // A retry, or a pause's end, sooner than the next poll: wake up for it.
+        const pauseEnds = [...paused.values()].map((until) => until.getTime() - Date.now());
+        const soonest = Math.min(...batch.map((c) => c.nextDelayMs ?? Infinity), ...pauseEnds);
         if (Number.isFinite(soonest)) setTimeout(poke, soonest).unref();
       } catch (error) {
         // Kept for another try, a few times: past that the deliveries' leases end and they are
@@ -158,36 +167,27 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
     attributes: { 'catalog.webhook.id': delivery.webhookId, 'catalog.delivery.id': delivery.id, 'catalog.event.id': delivery.eventId, 'catalog.delivery.attempt': delivery.attemptCount },
   }, (span) => attemptIn(delivery, span));
 
-  /** Signed with the live secrets, and sent. */
-  function send(delivery: ClaimedDelivery, signing: SigningSecrets, span: Span | undefined): Promise<AttemptOutcome> {
-    const body = Buffer.from(delivery.payload, 'utf8');
-    const headers = deliveryHeaders({
-      eventId: delivery.eventId,
-      eventType: delivery.eventType,
-      body,
-      secrets: liveSecrets(signing),
-      timestamp: Math.floor(Date.now() / 1000),
-    });
-    const context = traceparent(span);
-    if (context) headers.traceparent = context;
-    return sender.send(delivery.url, headers, body);
-  }
-
-  /** Never sent unsigned: an attempt whose secret cannot be opened fails as a send that failed, and is retried as one. */
-  function notSent(delivery: ClaimedDelivery, error: SecretKeyError): AttemptOutcome {
-    const pair = `${delivery.webhookId} ${error.keyId}`;
-    if (!unreadable.has(pair)) {
-      unreadable.add(pair);
-      log.error({ webhookId: delivery.webhookId, keyId: error.keyId }, `webhook deliveries not sent: ${error.message} (SECRETS_KEY, SECRETS_OLD_KEYS)`);
-    }
-    return { ok: false, statusCode: null, durationMs: 0, error: `not sent: ${error.message}`, responseExcerpt: null, retryAfterMs: null };
-  }
-
   async function attemptIn(delivery: ClaimedDelivery, span: Span | undefined): Promise<void> {
     const startedAt = new Date();
-    const outcome = delivery.signing instanceof SecretKeyError ? notSent(delivery, delivery.signing) : await send(delivery, delivery.signing, span);
+    // Claimed before its endpoint paused: given back unsent, its attempt unused.
+    const waitMs = pauses.remainingMs(delivery.webhookId);
+    if (waitMs > 0) {
+      span?.setAttribute('catalog.delivery.deferred', true);
+      pending.push({ delivery, startedAt, outcome: NOT_SENT, exhausted: false, nextDelayMs: null, held: { throttled: false, waitMs } });
+      flushSoon();
+      return;
+    }
+    const outcome = await send(delivery, span);
     if (outcome.statusCode !== null) span?.setAttribute('http.response.status_code', outcome.statusCode);
     if (!outcome.ok) failSpan(span, outcome.error ?? `answered ${outcome.statusCode}`);
+    if (outcome.statusCode === 429) {
+      // Not an attempt of the ladder: sent again once the endpoint's pause ends.
+      stats.failed += 1;
+      options.onAttempt?.('throttled');
+      pending.push({ delivery, startedAt, outcome, exhausted: false, nextDelayMs: null, held: { throttled: true, waitMs: 0 } });
+      flushSoon();
+      return;
+    }
     const nextDelayMs = outcome.ok ? null : nextAttemptDelay(delivery.attemptCount, config.webhookRetryDelaysMs, outcome.retryAfterMs);
     if (outcome.ok) stats.succeeded += 1;
     else stats.failed += 1;
@@ -224,7 +224,8 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
           waitingForRoom = false;
           continue;
         }
-        const saturated = [...inFlightByWebhook].filter(([, n]) => n >= perWebhook).map(([id]) => id);
+        const saturated = [...inFlightByWebhook].filter(([, n]) => n >= perWebhook).map(([id]) => id)
+          .concat(pauses.paused());
         const claiming = performance.now();
         const claimed = await claimDueDeliveries(db, options.secrets, { limit: room, leaseMs, leaseToken: randomUUID(), skipWebhooks: saturated });
         stats.claimMs += Math.round(performance.now() - claiming);
@@ -232,10 +233,11 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
         stats.claimed += claimed.length;
         for (const delivery of claimed) launch(delivery);
         if (claimed.length === room) continue;
-        // Nothing more due now: sleep until the next scheduled attempt, a NOTIFY or a free slot.
+        // Nothing more due now: sleep until the next scheduled attempt, a NOTIFY or a free slot;
+        // at least CLAIM_GAP_MS, so paced deliveries due a few ms apart are claimed a batch at a time.
         const due = await nextDueAt(db);
         const untilDue = due === null ? pollIntervalMs : due.getTime() - Date.now();
-        await nap(Math.min(pollIntervalMs, Math.max(untilDue, claimed.length === 0 && untilDue <= 0 ? 50 : 0)));
+        await nap(Math.min(pollIntervalMs, Math.max(untilDue, claimed.length === 0 && untilDue <= 0 ? 50 : CLAIM_GAP_MS)));
       } catch (error) {
         backoff = Math.min(backoff === 0 ? 250 : backoff * 2, 10_000);
         log.warn({ err: error, retryInMs: backoff }, 'claiming deliveries failed');

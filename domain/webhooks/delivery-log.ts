@@ -41,15 +41,15 @@ export async function findDelivery(db: Db, webhookId: string, deliveryId: string
     `SELECT ${DELIVERY_COLUMNS}, payload FROM webhook_deliveries WHERE id = $1 AND webhook_id = $2`, [deliveryId, webhookId]);
   if (!row) return undefined;
   const attempts = await query<{
-    attempt_number: number; started_at: Timestamp; status_code: number | null; duration_ms: number; error: string | null; response_excerpt: string | null;
-  }>(db, `SELECT attempt_number, started_at, status_code, duration_ms, error, response_excerpt
+    attempt_number: number; started_at: Timestamp; status_code: number | null; duration_ms: number; error: string | null; response_excerpt: string | null; throttled: boolean;
+  }>(db, `SELECT attempt_number, started_at, status_code, duration_ms, error, response_excerpt, throttled
        FROM webhook_attempts WHERE delivery_id = $1 ORDER BY attempt_number, id`, [deliveryId]);
   return {
     ...deliveryView(row),
     body: row.payload,
     attempts: attempts.map((a) => ({
       attemptNumber: a.attempt_number, startedAt: iso(a.started_at), statusCode: a.status_code,
-      durationMs: a.duration_ms, error: a.error, responseBodyExcerpt: a.response_excerpt,
+      durationMs: a.duration_ms, error: a.error, responseBodyExcerpt: a.response_excerpt, throttled: a.throttled,
     })),
   };
 }

@@ -2,9 +2,10 @@
 import type { SecretBox } from '../../platform/crypto/secret-box.ts';
 import type { Db } from '../../platform/db/sql.ts';
 import { query } from '../../platform/db/sql.ts';
-import { claimDue, pauseWaiting, settle } from './delivery-store.ts';
+import { claimDue, heldBack, pauseWaiting, settle } from './delivery-store.ts';
 import type { ClaimedDelivery, Completion } from './delivery-store.ts';
 import { countExhausted } from './disabling.ts';
+import { CAPPED_ELSEWHERE, holdBack } from './pacing.ts';
 
 /**
  * The first statement of every claim and settle transaction. Claims and settlements are
@@ -19,7 +20,8 @@ const DISPATCH_SETTINGS = 'SET LOCAL synchronous_commit = off; SET LOCAL enable_
 
 /**
  * Claims up to `limit` due deliveries of active webhooks, each under a lease of `leaseMs` (see
- * `claimDue`), skipping the webhooks that already have all the attempts in flight they may. Their
+ * `claimDue`), skipping the webhooks that already have all the attempts in flight they may (in
+ * this process, `skipWebhooks`; in the fleet, their `maxInFlight`) and those a 429 paused. Their
  * secrets are opened with `secrets`.
  */
 export function claimDueDeliveries(
@@ -27,23 +29,32 @@ export function claimDueDeliveries(
 ): Promise<ClaimedDelivery[]> {
   return db.transactional(async (tx) => {
     await query(tx, DISPATCH_SETTINGS);
-    return claimDue(tx, secrets, options);
+    const elsewhere = await query<{ id: string }>(tx, CAPPED_ELSEWHERE);
+    return claimDue(tx, secrets, elsewhere.length === 0 ? options : { ...options, skipWebhooks: [...options.skipWebhooks, ...elsewhere.map((r) => r.id)] });
   });
 }
 
 /**
- * Settles finished attempts in one transaction. Without an exhausted delivery among them (nearly
- * always) this is one statement. Otherwise it also counts, per webhook and in completion order,
- * the consecutive exhausted deliveries (a success zeroes the run), disables the webhooks that
- * reach `disableAfter` and pauses their waiting deliveries; it returns those webhooks.
+ * Settles finished attempts in one transaction. Without an exhausted delivery or a 429 among them
+ * (nearly always) this is one statement. Deliveries held back (a 429, or a paused endpoint) go
+ * first: their webhooks pause and they wait for the pause's end, attempt given back. An exhausted
+ * delivery also counts, per webhook and in completion order, the consecutive exhausted deliveries
+ * (a success zeroes the run), disables the webhooks that reach `disableAfter` and pauses their
+ * waiting deliveries. Returns those webhooks, and the pause end of each webhook held back.
  */
-export function settleAttempts(db: Db, completions: readonly Completion[], disableAfter: number): Promise<string[]> {
-  if (completions.length === 0) return Promise.resolve([]);
+export function settleAttempts(
+  db: Db, completions: readonly Completion[], disableAfter: number,
+): Promise<{ disabled: string[]; pausedUntil: Map<string, Date> }> {
+  if (completions.length === 0) return Promise.resolve({ disabled: [], pausedUntil: new Map() });
   const anyExhausted = completions.some((c) => c.exhausted);
+  const held = completions.filter((c) => c.held);
+  // A throttled attempt is logged like any other; a delivery not sent has no attempt to log.
+  const attempted = held.length === 0 ? completions : completions.filter((c) => !c.held || c.held.throttled);
   return db.transactional(async (tx) => {
     await query(tx, DISPATCH_SETTINGS);
-    const settled = await settle(tx, completions, !anyExhausted);
-    if (!anyExhausted) return [];
+    const pausedUntil = held.length > 0 ? await holdBack(tx, held.map(heldBack)) : new Map<string, Date>();
+    const settled = attempted.length > 0 ? await settle(tx, attempted, !anyExhausted) : [];
+    if (!anyExhausted) return { disabled: [], pausedUntil };
     // Per webhook, in completion order: a success zeroes the run, each exhaustion extends it.
     const runs = new Map<string, { reset: boolean; add: number }>();
     for (const row of settled.sort((a, b) => a.ord - b.ord)) {
@@ -52,9 +63,9 @@ export function settleAttempts(db: Db, completions: readonly Completion[], disab
       if (row.status === 'succeeded') runs.set(row.webhook_id, { reset: true, add: 0 });
       else runs.set(row.webhook_id, { reset: run.reset, add: run.add + 1 });
     }
-    if (runs.size === 0) return [];
+    if (runs.size === 0) return { disabled: [], pausedUntil };
     const disabled = await countExhausted(tx, runs, disableAfter);
     if (disabled.length > 0) await pauseWaiting(tx, disabled);
-    return disabled;
+    return { disabled, pausedUntil };
   });
 }

@@ -6,6 +6,8 @@ import type { SecretBox } from '../../platform/crypto/secret-box.ts';
 import { query } from '../../platform/db/sql.ts';
 import type { Db } from '../../platform/db/sql.ts';
 import { NOT_HELD_BACK } from './ordered-deliveries.ts';
+import { ADMITTED, CAPPED, ENDPOINT_OPEN, LEASABLE_AT_ONCE, RETRY_SLOTS, SLOT, takeSlots } from './pacing.ts';
+import type { HeldBack } from './pacing.ts';
 import type { AttemptOutcome } from './send-delivery.ts';
 import { previousSecretContext, secretContext } from './signing.ts';
 import type { SigningSecrets } from './signing.ts';
@@ -78,7 +80,9 @@ export interface NewDeliveries {
 /**
  * One delivery per active webhook of the event's own catalog that subscribes to its type (or
  * `*`), whose filter (if any) accepts it and which existed when the event happened; a re-read event creates nothing twice (the
- * (webhook, event) pair is unique). Returns the rows created, the leased ones with their target.
+ * (webhook, event) pair is unique). A paced webhook's deliveries are due at their slots (pacing.ts),
+ * and neither they nor a capped webhook's are born leased. Returns the rows created, the leased
+ * ones with their target.
  */
 export async function insertDeliveries(db: Db, secrets: SecretBox, batch: NewDeliveries): Promise<{ created: number; leased: ClaimedDelivery[] }> {
   const { events } = batch;
@@ -88,18 +92,20 @@ export async function insertDeliveries(db: Db, secrets: SecretBox, batch: NewDel
          AS e(event_id, catalog_id, event_type, created_at, ord)),
      matched AS (
        SELECT w.id AS webhook_id, w.catalog_id, e.event_id, e.event_type, e.ord, w.ordered AND ($11::text[])[e.ord::int] IS NOT NULL AS ordered,
-              row_number() OVER (ORDER BY e.ord, w.id) <= $6::int AND NOT w.ordered AS leased
+              w.rate_per_second IS NOT NULL AS paced, row_number() OVER (PARTITION BY w.id ORDER BY e.ord) - 1 AS k,
+              row_number() OVER (ORDER BY e.ord, w.id) <= $6::int AND NOT w.ordered AND ${LEASABLE_AT_ONCE} AS leased
          FROM e JOIN webhooks w ON w.catalog_id = e.catalog_id AND w.status = 'active' AND w.created_at <= e.created_at
                  AND (w.events @> ARRAY['*'] OR w.events @> ARRAY[e.event_type])
                  AND (w.filter_path IS NULL OR coalesce(($5::text[])[e.ord::int]::jsonb @@ w.filter_path, false))),
+     ${takeSlots('$9::int')},
      created AS (
        INSERT INTO webhook_deliveries (id, webhook_id, catalog_id, event_id, event_type, payload, status, attempt_count, lease_token, next_attempt_at, traceparent, resource_key, resource_seq)
        SELECT catalog_uuid_v7(), m.webhook_id, m.catalog_id, m.event_id, m.event_type, ($5::text[])[m.ord::int], 'pending',
               CASE WHEN m.leased THEN 1 ELSE 0 END,
               CASE WHEN m.leased THEN $7::uuid END,
-              now() + CASE WHEN m.leased THEN $8::int ELSE $9::int END * interval '1 millisecond', ($10::text[])[m.ord::int],
+              coalesce(${SLOT}, now() + CASE WHEN m.leased THEN $8::int ELSE $9::int END * interval '1 millisecond'), ($10::text[])[m.ord::int],
               CASE WHEN m.ordered THEN ($11::text[])[m.ord::int] END, CASE WHEN m.ordered THEN ($12::bigint[])[m.ord::int] END
-         FROM matched m
+         FROM matched m LEFT JOIN pace p ON p.id = m.webhook_id
        ON CONFLICT (webhook_id, event_id) DO NOTHING
        RETURNING id, webhook_id, event_id, lease_token IS NOT NULL AS leased)
      SELECT c.id, c.webhook_id, c.event_id, c.leased, w.url, w.secret, w.previous_secret, w.previous_secret_expires_at
@@ -128,16 +134,19 @@ export async function claimDue(
 ): Promise<ClaimedDelivery[]> {
   const rows = await query<TargetRow & { id: string; event_id: string; event_type: string; payload: string; attempt_count: number; traceparent: string | null; ordered: boolean }>(db,
     // Walks the due index in order and stops at the limit: no condition on another table here,
-    // or the planner joins first and sorts every due row.
-    `WITH due AS (
+    // or the planner joins first and sorts every due row (the paused and full webhooks are one
+    // array, computed once before the walk).
+    `WITH ${CAPPED},
+     due AS (
        SELECT d.id, d.webhook_id, d.lease_token IS NOT NULL AS lost, d.next_attempt_at AS lease_end FROM webhook_deliveries d
         WHERE d.status = 'pending' AND d.next_attempt_at <= now()
-          AND NOT (d.webhook_id = ANY($2::uuid[])) AND ${NOT_HELD_BACK}
+          AND NOT (d.webhook_id = ANY($2::uuid[])) AND ${ENDPOINT_OPEN} AND ${NOT_HELD_BACK}
         ORDER BY d.next_attempt_at
         LIMIT $1
         FOR UPDATE OF d SKIP LOCKED),
+     ${ADMITTED},
      target AS (
-       SELECT due.*, w.status = 'active' AS active FROM due JOIN webhooks w ON w.id = due.webhook_id),
+       SELECT admitted.*, w.status = 'active' AS active FROM admitted JOIN webhooks w ON w.id = admitted.webhook_id),
      -- A delivery of a webhook disabled in a race with its scheduling pauses instead (until resumed).
      paused AS (
        UPDATE webhook_deliveries d SET next_attempt_at = NULL, lease_token = NULL, updated_at = now()
@@ -169,7 +178,7 @@ export async function nextDueAt(db: Db): Promise<Date | null> {
   return row?.due == null ? null : toDate(row.due);
 }
 
-/** A finished attempt of a claimed delivery. */
+/** A finished attempt of a claimed delivery, or one given back unsent. */
 export interface Completion {
   readonly delivery: ClaimedDelivery;
   readonly startedAt: Date;
@@ -178,50 +187,68 @@ export interface Completion {
   readonly exhausted: boolean;
   /** Delay before the next attempt when it failed and is not exhausted. */
   readonly nextDelayMs: number | null;
+  /**
+   * Not one of the ladder's attempts: the receiver answered 429 (`throttled`: logged, and its
+   * endpoint pauses), or its endpoint was paused when its turn came (not sent, due again after
+   * `waitMs` at least). Settled by `holdBack` (pacing.ts).
+   */
+  readonly held?: { readonly throttled: boolean; readonly waitMs: number };
 }
+
+/** A held completion as `holdBack` takes it. */
+export const heldBack = (c: Completion): HeldBack => ({
+  id: c.delivery.id, leaseToken: c.delivery.leaseToken, webhookId: c.delivery.webhookId, throttled: c.held!.throttled,
+  retryAfterMs: c.held!.throttled ? c.outcome.retryAfterMs : null, waitMs: c.held!.waitMs, statusCode: c.outcome.statusCode, error: c.outcome.error,
+});
 
 /**
  * Logs every finished attempt (also one whose delivery a manual retry took over meanwhile, not
- * one whose delivery was deleted with its webhook) and moves each delivery whose lease is still
- * the attempt's own to its next state. With `resetOnSuccess`, a success also zeroes its webhook's
- * consecutive-exhausted counter in the same statement: one round trip per batch on the hot path.
+ * one whose delivery was deleted with its webhook; a throttled one marked so) and moves each
+ * delivery whose lease is still the attempt's own to its next state (a throttled one's is
+ * `holdBack`'s). A paced webhook's retry takes a slot of its pace (pacing.ts, RETRY_SLOTS). With
+ * `resetOnSuccess`, a success also zeroes its webhook's consecutive-exhausted and 429 counters in
+ * the same statement: one round trip per batch on the hot path.
  */
 export async function settle(db: Db, completions: readonly Completion[], resetOnSuccess: boolean): Promise<Array<{ id: string; webhook_id: string; status: string; ord: number }>> {
   const col = <T>(pick: (c: Completion) => T) => completions.map(pick);
   return query(db, `WITH u AS (
       SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::int[], $4::timestamptz[], $5::boolean[], $6::boolean[], $7::int[],
-                           $8::int[], $9::int[], $10::text[], $11::text[], $12::int[])
-        AS u(id, token, attempt_number, started_at, ok, exhausted, delay_ms, status_code, duration_ms, error, excerpt, ord)),
+                           $8::int[], $9::int[], $10::text[], $11::text[], $12::int[], $13::uuid[], $14::boolean[])
+        AS u(id, token, attempt_number, started_at, ok, exhausted, delay_ms, status_code, duration_ms, error, excerpt, ord, webhook_id, throttled)),
     attempts AS (
-      INSERT INTO webhook_attempts (delivery_id, attempt_number, started_at, status_code, duration_ms, error, response_excerpt)
-      SELECT u.id, u.attempt_number, u.started_at, u.status_code, u.duration_ms, u.error, u.excerpt FROM u
+      INSERT INTO webhook_attempts (delivery_id, attempt_number, started_at, status_code, duration_ms, error, response_excerpt, throttled)
+      SELECT u.id, u.attempt_number, u.started_at, u.status_code, u.duration_ms, u.error, u.excerpt, u.throttled FROM u
        WHERE EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.id = u.id)),
+    ${RETRY_SLOTS},
     settled AS (
       UPDATE webhook_deliveries d
          SET status = CASE WHEN u.ok THEN 'succeeded' WHEN u.exhausted THEN 'exhausted' ELSE 'pending' END,
              -- A webhook disabled meanwhile keeps its pending deliveries paused (NULL) until resumed.
              next_attempt_at = CASE WHEN u.ok OR u.exhausted OR w.status <> 'active' THEN NULL
-                                    ELSE now() + u.delay_ms * interval '1 millisecond' END,
+                                    ELSE coalesce(r.slot, now() + u.delay_ms * interval '1 millisecond') END,
              lease_token = NULL, last_status_code = u.status_code, last_error = u.error, updated_at = now()
-        FROM u, webhooks w
-       WHERE d.id = u.id AND d.lease_token = u.token AND w.id = d.webhook_id
+        FROM u JOIN webhooks w ON w.id = u.webhook_id LEFT JOIN retry_slots r ON r.id = u.id
+       WHERE d.id = u.id AND d.lease_token = u.token AND NOT u.throttled
       RETURNING d.id, d.webhook_id, d.status, u.ord)${resetOnSuccess ? `,
+    -- Not a webhook whose pace moved above: one statement changes a row once (the next batch resets it).
     reset AS (
-      UPDATE webhooks w SET consecutive_failures = 0, last_success_at = now(), updated_at = now()
-       WHERE w.id IN (SELECT webhook_id FROM settled WHERE status = 'succeeded') AND w.consecutive_failures <> 0)` : ''},
+      UPDATE webhooks w SET consecutive_failures = 0, consecutive_429 = 0, last_success_at = now(), updated_at = now()
+       WHERE w.id IN (SELECT webhook_id FROM settled WHERE status = 'succeeded') AND (w.consecutive_failures <> 0 OR w.consecutive_429 <> 0)
+         AND w.id NOT IN (SELECT id FROM retry_pace))` : ''},
     -- Health's last success, written at most every 10 s a webhook and never waited for: a busy
     -- endpoint's batches do not queue on its row (the row reset above is not taken twice).
     seen AS (
       UPDATE webhooks w SET last_success_at = now()
        WHERE w.id IN (SELECT s.id FROM webhooks s
                        WHERE s.id IN (SELECT webhook_id FROM settled WHERE status = 'succeeded')
-                         ${resetOnSuccess ? 'AND s.consecutive_failures = 0' : ''}
+                         ${resetOnSuccess ? 'AND s.consecutive_failures = 0 AND s.consecutive_429 = 0' : ''}
                          AND (s.last_success_at IS NULL OR s.last_success_at < now() - interval '10 seconds')
                        FOR UPDATE SKIP LOCKED))
     SELECT id, webhook_id, status, ord FROM settled`,
   [col((c) => c.delivery.id), col((c) => c.delivery.leaseToken), col((c) => c.delivery.attemptCount), col((c) => c.startedAt),
     col((c) => c.outcome.ok), col((c) => c.exhausted), col((c) => c.nextDelayMs ?? 0), col((c) => c.outcome.statusCode),
-    col((c) => c.outcome.durationMs), col((c) => c.outcome.error), col((c) => c.outcome.responseExcerpt), completions.map((_, i) => i)]);
+    col((c) => c.outcome.durationMs), col((c) => c.outcome.error), col((c) => c.outcome.responseExcerpt), completions.map((_, i) => i),
+    col((c) => c.delivery.webhookId), col((c) => c.held?.throttled ?? false)]);
 }
 
 /** No traffic to a disabled webhook: its waiting deliveries pause (NULL) until it is resumed. */

@@ -33,7 +33,8 @@ export interface SenderOptions {
 }
 
 export interface Sender {
-  send(url: string, headers: Record<string, string>, body: Buffer): Promise<AttemptOutcome>;
+  /** `onStatus` hears the status as soon as it arrives, before the body is read (a 429 pauses the endpoint at once). */
+  send(url: string, headers: Record<string, string>, body: Buffer, onStatus?: (statusCode: number, retryAfterMs: number | null) => void): Promise<AttemptOutcome>;
   close(): Promise<void>;
 }
 
@@ -69,7 +70,7 @@ export function createSender(options: SenderOptions): Sender {
     bodyTimeout: timeoutMs,
   });
 
-  async function send(url: string, headers: Record<string, string>, body: Buffer): Promise<AttemptOutcome> {
+  async function send(url: string, headers: Record<string, string>, body: Buffer, onStatus?: (statusCode: number, retryAfterMs: number | null) => void): Promise<AttemptOutcome> {
     const started = performance.now();
     const elapsed = () => Math.round(performance.now() - started);
     let statusCode: number | null = null;
@@ -98,6 +99,7 @@ export function createSender(options: SenderOptions): Sender {
       statusCode = response.statusCode;
       location = headerValue(response.headers.location);
       if (statusCode === 429 || statusCode === 503) retryAfterMs = parseRetryAfter(headerValue(response.headers['retry-after']));
+      onStatus?.(statusCode, retryAfterMs);
       let received = 0;
       try {
         for await (const chunk of response.body as AsyncIterable<Buffer>) {

@@ -1,17 +1,18 @@
-// The subscription store: every statement on webhooks a caller makes (create, read, change, delete, rotate, resume, secrets re-sealed).
+// The subscription store: every statement on webhooks a caller makes (create, read, change, delete, rotate, resume); their secrets' re-sealing is secret-seals.ts.
 import { LockMode } from '@mikro-orm/core';
-import type { EventSubscription, Webhook as WebhookView, WebhookCreated, WebhookFilter } from '../../generated/client.ts';
-import { SecretKeyError, sealedKeyIdSql } from '../../platform/crypto/secret-box.ts';
+import type { EventSubscription, Webhook as WebhookView, WebhookCreated, WebhookFilter, WebhookRateLimit } from '../../generated/client.ts';
+import { SecretKeyError } from '../../platform/crypto/secret-box.ts';
 import type { SecretBox } from '../../platform/crypto/secret-box.ts';
 import type { Actor } from '../../platform/actor.ts';
 import { Webhook } from '../../platform/db/entities/webhooks.ts';
 import { query } from '../../platform/db/sql.ts';
 import type { Db } from '../../platform/db/sql.ts';
-import { newId } from '../../platform/ids.ts';
+import { isId, newId } from '../../platform/ids.ts';
 import { notFound, validationError } from '../../platform/errors.ts';
 import { changedFields, recordAudit } from '../audit/audit-log.ts';
 import { decodeCursor, encodeCursor, keysetPage } from '../pagination.ts';
-import { resumePaused } from './delivery-store.ts';
+import { notifyDue, resumePaused } from './delivery-store.ts';
+import { backlogs, respaceWaiting } from './pacing.ts';
 import { ROTATION_OVERLAP_MS, newSecret, previousSecretContext, secretContext } from './signing.ts';
 import { compileFilter } from './filter.ts';
 import { checkTargetUrl } from './target-url.ts';
@@ -24,12 +25,23 @@ export interface WebhookInput {
   readonly ownerEmail?: string;
   readonly filter?: WebhookFilter | null;
   readonly ordered?: boolean;
+  readonly rateLimit?: WebhookRateLimit | null;
 }
 
-export type WebhookPatch = Partial<Pick<WebhookInput, 'url' | 'events' | 'description' | 'filter' | 'ordered'>>;
+export type WebhookPatch = Partial<Pick<WebhookInput, 'url' | 'events' | 'description' | 'filter' | 'ordered' | 'rateLimit'>>;
 
-/** The wire shape; the secrets never leave through it. */
-export function webhookView(webhook: Webhook): WebhookView {
+/** What the owner set: the wire shape but its backlog (the audit log's before and after). */
+export type WebhookSettings = Omit<WebhookView, 'backlog'>;
+
+const NO_BACKLOG: WebhookView['backlog'] = { waiting: 0, oldestWaitingSince: null, pausedUntil: null };
+
+function rateLimitOf(webhook: Webhook): WebhookRateLimit | null {
+  if (webhook.ratePerSecond === null || webhook.ratePerSecond === undefined) return null;
+  return { perSecond: webhook.ratePerSecond, ...(webhook.maxInFlight == null ? {} : { maxInFlight: webhook.maxInFlight }) };
+}
+
+/** The wire shape without its backlog; the secrets never leave through it. */
+export function webhookView(webhook: Webhook): WebhookSettings {
   return {
     id: webhook.id,
     url: webhook.url,
@@ -38,6 +50,7 @@ export function webhookView(webhook: Webhook): WebhookView {
     ownerEmail: webhook.ownerEmail ?? null,
     filter: (webhook.filter as WebhookFilter | null) ?? null,
     ordered: webhook.ordered,
+    rateLimit: rateLimitOf(webhook),
     status: webhook.status,
     consecutiveFailures: webhook.consecutiveFailures,
     lastSuccessAt: webhook.lastSuccessAt?.toISOString() ?? null,
@@ -47,12 +60,35 @@ export function webhookView(webhook: Webhook): WebhookView {
   };
 }
 
+/** The webhooks as the API answers them: each with its backlog, read in one statement. */
+export async function withBacklog(db: Db, views: readonly WebhookSettings[]): Promise<WebhookView[]> {
+  const found = await backlogs(db, views.map((v) => v.id));
+  return views.map((v) => ({ ...v, backlog: found.get(v.id) ?? NO_BACKLOG }));
+}
+
+/** One webhook of the catalog, with its backlog (a 404 as `findWebhook`). */
+export async function getWebhook(db: Db, catalogId: string, id: string): Promise<WebhookView> {
+  const [view] = await withBacklog(db, [webhookView(await findWebhook(db, catalogId, id))]);
+  return view!;
+}
+
 /** `*` means every type and then stands alone (the contract's EventSubscription). */
 function checkEvents(events: readonly string[]): string[] {
   if (events.includes('*') && events.length > 1) {
     throw validationError([{ path: 'events', message: "'*' subscribes to every event and must be the only entry" }]);
   }
   return [...events];
+}
+
+/** The contract's bounds, again for callers that do not come through it (the CLI, benchmarks). */
+export function checkRateLimit(limit: WebhookRateLimit): void {
+  if (!(Number.isFinite(limit.perSecond) && limit.perSecond > 0 && limit.perSecond <= 10_000)) {
+    throw validationError([{ path: 'rateLimit.perSecond', message: 'must be a number above 0 and at most 10000' }]);
+  }
+  const cap = limit.maxInFlight;
+  if (cap !== undefined && !(Number.isInteger(cap) && cap >= 1 && cap <= 1000)) {
+    throw validationError([{ path: 'rateLimit.maxInFlight', message: 'must be an integer from 1 to 1000' }]);
+  }
 }
 
 /**
@@ -65,11 +101,19 @@ export async function findWebhook(db: Db, catalogId: string, id: string, forUpda
   return webhook;
 }
 
+/** A webhook of any catalog, by id alone (the operator's CLI), or a 404. */
+export async function findAnyWebhook(db: Db, id: string): Promise<Webhook> {
+  const webhook = isId(id) ? await db.findOne(Webhook, { id: id.toLowerCase() }) : null;
+  if (!webhook) throw notFound(`Webhook "${id}"`);
+  return webhook;
+}
+
 /** A new webhook; its secret is shown in the answer alone, and stored sealed. */
 export async function createWebhook(
   db: Db, secrets: SecretBox, rules: TargetRules, catalogId: string, input: WebhookInput, actor: Actor,
 ): Promise<WebhookCreated> {
   const events = checkEvents(input.events);
+  if (input.rateLimit) checkRateLimit(input.rateLimit);
   const filterPath = input.filter ? compileFilter(input.filter) : null;
   const url = await checkTargetUrl(input.url, rules);
   const now = new Date();
@@ -86,6 +130,8 @@ export async function createWebhook(
       filter: input.filter ?? null,
       filterPath,
       ordered: input.ordered ?? false,
+      ratePerSecond: input.rateLimit?.perSecond ?? null,
+      maxInFlight: input.rateLimit?.maxInFlight ?? null,
       status: 'active',
       secret: secrets.seal(secret, secretContext(id)),
       previousSecret: null,
@@ -100,7 +146,7 @@ export async function createWebhook(
     await tx.flush();
     const view = webhookView(webhook);
     await recordAudit(tx, actor, { catalogId, action: 'webhook.created', resourceType: 'webhook', resourceId: id, before: null, after: view });
-    return { ...view, secret };
+    return { ...view, backlog: NO_BACKLOG, secret };
   });
 }
 
@@ -115,10 +161,12 @@ export async function listWebhooks(
     : { catalogId };
   const rows = await db.find(Webhook, where, { orderBy: { createdAt: 'asc', id: 'asc' }, limit: page.limit + 1 });
   const cut = keysetPage(rows, page.limit, (last) => encodeCursor({ at: last.createdAt.toISOString(), id: last.id }));
-  return { webhooks: cut.rows.map(webhookView), nextCursor: cut.nextCursor };
+  return { webhooks: await withBacklog(db, cut.rows.map(webhookView)), nextCursor: cut.nextCursor };
 }
 
 export async function updateWebhook(db: Db, rules: TargetRules, catalogId: string, id: string, patch: WebhookPatch, actor: Actor): Promise<WebhookView> {
+  // Within the contract's bounds, but a pace must be a positive finite number whatever the caller.
+  if (patch.rateLimit) checkRateLimit(patch.rateLimit);
   return db.transactional(async (tx) => {
     const webhook = await findWebhook(tx, catalogId, id, true);
     const before = webhookView(webhook);
@@ -130,12 +178,21 @@ export async function updateWebhook(db: Db, rules: TargetRules, catalogId: strin
     if (patch.url !== undefined) webhook.url = await checkTargetUrl(patch.url, rules);
     if (patch.description !== undefined) webhook.description = patch.description;
     if (patch.ordered !== undefined) webhook.ordered = patch.ordered;
+    if (patch.rateLimit !== undefined) {
+      webhook.ratePerSecond = patch.rateLimit?.perSecond ?? null;
+      webhook.maxInFlight = patch.rateLimit?.maxInFlight ?? null;
+    }
     const change = changedFields(before, webhookView(webhook));
-    if (change === undefined) return before;
+    if (change === undefined) return (await withBacklog(tx, [before]))[0]!;
     webhook.updatedAt = new Date();
     await tx.flush();
+    // A new pace applies to the deliveries already waiting, not only to the next ones.
+    if ((webhook.ratePerSecond ?? null) !== (before.rateLimit?.perSecond ?? null)) {
+      await respaceWaiting(tx, id);
+      await notifyDue(tx);
+    }
     await recordAudit(tx, actor, { catalogId, action: 'webhook.updated', resourceType: 'webhook', resourceId: id, ...change });
-    return webhookView(webhook);
+    return (await withBacklog(tx, [webhookView(webhook)]))[0]!;
   });
 }
 
@@ -186,7 +243,7 @@ export async function resumeWebhook(db: Db, catalogId: string, id: string, actor
   return db.transactional(async (tx) => {
     const webhook = await findWebhook(tx, catalogId, id, true);
     const before = webhookView(webhook);
-    if (webhook.status === 'active') return before;
+    if (webhook.status === 'active') return (await withBacklog(tx, [before]))[0]!;
     webhook.status = 'active';
     webhook.consecutiveFailures = 0;
     webhook.disabledAt = null;
@@ -196,7 +253,7 @@ export async function resumeWebhook(db: Db, catalogId: string, id: string, actor
     await resumePaused(tx, id);
     const after = webhookView(webhook);
     await recordAudit(tx, actor, { catalogId, action: 'webhook.resumed', resourceType: 'webhook', resourceId: id, ...changedFields(before, after)! });
-    return after;
+    return (await withBacklog(tx, [after]))[0]!;
   });
 }
 
@@ -208,46 +265,4 @@ export async function catalogsWithActiveWebhooks(db: Db, catalogIds: readonly st
   const rows = await query<{ catalog_id: string }>(db,
     `SELECT DISTINCT catalog_id FROM webhooks WHERE catalog_id = ANY($1::uuid[]) AND status = 'active'`, [catalogIds]);
   return new Set(rows.map((r) => r.catalog_id));
-}
-
-/** How many webhook secrets each key seals (`catalog secrets status`); the key id read by sealedKeyIdSql. */
-export async function webhookSecretKeys(db: Db): Promise<Array<{ column: string; keyId: string; values: number }>> {
-  const rows = await query<{ col: string; key_id: string; n: string }>(db, 'webhooks.secret_keys',
-    `SELECT 'webhooks.secret' AS col, ${sealedKeyIdSql('secret')} AS key_id, count(*) AS n FROM webhooks GROUP BY 2
-     UNION ALL
-     SELECT 'webhooks.previous_secret', ${sealedKeyIdSql('previous_secret')}, count(*) FROM webhooks WHERE previous_secret IS NOT NULL GROUP BY 2
-     ORDER BY 1, 2`);
-  return rows.map((r) => ({ column: r.col, keyId: r.key_id, values: Number(r.n) }));
-}
-
-/**
- * Re-seals with the current key up to `limit` webhooks' secrets sealed with another, in one
- * transaction (`catalog secrets rotate`); an expired previous secret signs nothing and is dropped
- * instead. Returns how many values changed. The rows stay locked until it commits: a rotation
- * through the API waits, and then writes values of its own.
- */
-export async function resealWebhookSecrets(db: Db, secrets: SecretBox, limit: number): Promise<number> {
-  return db.transactional(async (tx) => {
-    const rows = await query<{ id: string; secret: string; previous_secret: string | null; previous_live: boolean }>(tx, 'webhooks.secrets_to_reseal',
-      `SELECT id, secret, previous_secret, previous_secret_expires_at > now() AS previous_live FROM webhooks
-        WHERE ${sealedKeyIdSql('secret')} <> $1 OR ${sealedKeyIdSql('previous_secret')} <> $1
-        LIMIT $2 FOR UPDATE`, [secrets.currentKeyId, limit]);
-    if (rows.length === 0) return 0;
-    let changed = 0;
-    const reseal = (sealed: string, context: string) => {
-      if (secrets.keyIdOf(sealed) === secrets.currentKeyId) return sealed;
-      changed += 1;
-      return secrets.seal(secrets.open(sealed, context), context);
-    };
-    const current = rows.map((r) => reseal(r.secret, secretContext(r.id)));
-    const previous = rows.map((r) => {
-      if (r.previous_secret === null) return null;
-      if (r.previous_live) return reseal(r.previous_secret, previousSecretContext(r.id));
-      changed += 1;
-      return null;
-    });
-    await query(tx, 'webhooks.reseal_secrets', `UPDATE webhooks w SET secret = v.secret, previous_secret = v.previous_secret
-      FROM unnest($1::uuid[], $2::text[], $3::text[]) AS v(id, secret, previous_secret) WHERE w.id = v.id`, [rows.map((r) => r.id), current, previous]);
-    return changed;
-  });
 }

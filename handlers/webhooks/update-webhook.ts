@@ -1,4 +1,4 @@
-// PATCH /webhooks/{id}: a new address, event list or description under the same rules as creation.
+// PATCH /webhooks/{id}: a new address, event list, description or pace under the same rules as creation.
 import { updateWebhook as update } from '../../domain/webhooks/subscriptions.ts';
 import type { Handler } from '../handler.ts';
 import { targetRules } from './rules.ts';

@@ -1,9 +1,10 @@
-// The operator's command line: catalogs and keys, with the outputs docs/cli.md promises.
+// The operator's command line: catalogs, keys and webhooks' paces, with the outputs docs/cli.md promises.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { after, before, test } from 'node:test';
 import { readFileSync } from 'node:fs';
 import { promisify } from 'node:util';
+import { domainEvent, eventRow, writeOutbox } from '../../domain/events/outbox.ts';
 import { freePort } from '../../scripts/free-port.ts';
 import { checkedFetch } from '../helpers/contract-check.ts';
 import { sqlClient } from '../helpers/database.ts';
@@ -154,6 +155,79 @@ test('keys create --allow --expires-at fences and ends a key; keys update change
   assert.match(past.stderr, /expiresAt/);
 });
 
+test('webhooks list shows a catalog\'s webhooks with their pace and backlog; webhooks rate-limit sets, changes and clears a pace as the API does, and refuses bad values', async () => {
+  const tenant = await service.newTenant();
+  const headers = { authorization: `Bearer ${tenant.key}`, 'content-type': 'application/json' };
+  const hooks = `${service.url}/api/v1/catalog/webhooks`;
+  // A name that never resolves: the first delivery fails and waits for its retry, the others their slots 100 s apart.
+  const created = await checkedFetch(hooks, {
+    method: 'POST', headers, body: JSON.stringify({ url: 'https://hooks.invalid/cli', events: ['item.created'], rateLimit: { perSecond: 0.01 } }),
+  });
+  assert.equal(created.response.status, 201, JSON.stringify(created.body));
+  const id: string = created.body.data.id;
+  const events = [1, 2, 3].map((n) => domainEvent({ type: 'item.created', catalogId: tenant.catalogId, resourceId: `CLI-${n}`, data: { n } }));
+  await service.orm.em.fork().transactional((em) => writeOutbox(em, events.map((event) => eventRow(event))));
+  const read = async () => (await checkedFetch(`${hooks}/${id}`, { headers })).body.data;
+  const deadline = Date.now() + 30_000;
+  let webhook = await read();
+  while (webhook.backlog.waiting < 3) {
+    assert.ok(Date.now() < deadline, `the three deliveries were not made: ${JSON.stringify(webhook.backlog)}`);
+    await new Promise((done) => setTimeout(done, 100));
+    webhook = await read();
+  }
+
+  const listed = await catalog('webhooks', 'list', '--catalog', tenant.catalogId);
+  assert.equal(listed.code, 0, listed.stderr);
+  const [header, ...rows] = listed.stdout.trimEnd().split('\n');
+  assert.equal(header, 'ID\tURL\tSTATUS\tRATE LIMIT\tWAITING\tOLDEST WAITING\tPAUSED UNTIL');
+  assert.deepEqual(rows.map((row) => row.split('\t')), [[id, 'https://hooks.invalid/cli', 'active', '0.01/s', '3', webhook.backlog.oldestWaitingSince, '-']]);
+
+  const set = await catalog('webhooks', 'rate-limit', id, '--per-second', '5', '--max-in-flight', '2');
+  assert.equal(set.code, 0, set.stderr);
+  assert.equal(set.stdout, `Webhook ${id} (https://hooks.invalid/cli): rate limit 5/s, at most 2 at once; 3 deliveries pending.\n`);
+  assert.deepEqual((await read()).rateLimit, { perSecond: 5, maxInFlight: 2 });
+  const changed = await catalog('webhooks', 'rate-limit', id, '--per-second', '0.5');
+  assert.equal(changed.code, 0, changed.stderr);
+  assert.deepEqual((await read()).rateLimit, { perSecond: 0.5 }, 'a new limit replaces the whole pace, as a PATCH does');
+
+  const refused: Array<[string[], RegExp]> = [
+    [['--per-second', '0'], /--per-second must be a number above 0 and at most 10000, got "0"/],
+    [['--per-second', '10001'], /--per-second must be a number above 0 and at most 10000, got "10001"/],
+    [['--per-second', 'lots'], /--per-second must be a number above 0 and at most 10000, got "lots"/],
+    [['--per-second', '-5'], /--per-second/],
+    [['--per-second', '5', '--max-in-flight', '0'], /--max-in-flight must be an integer from 1 to 1000, got "0"/],
+    [['--per-second', '5', '--max-in-flight', '1.5'], /--max-in-flight must be an integer from 1 to 1000, got "1\.5"/],
+    [['--per-second', '5', '--max-in-flight', '1001'], /--max-in-flight must be an integer from 1 to 1000/],
+    [['--max-in-flight', '5'], /--max-in-flight needs --per-second/],
+    [['--clear', '--per-second', '5'], /not both/],
+    [[], /needs --per-second N \[--max-in-flight M\] or --clear/],
+  ];
+  for (const [flags, message] of refused) {
+    const result = await catalog('webhooks', 'rate-limit', id, ...flags);
+    assert.equal(result.code, 2, `${flags.join(' ')}: ${result.stderr}`);
+    assert.match(result.stderr, message);
+    assert.match(result.stderr, /Usage: catalog webhooks/);
+  }
+  assert.deepEqual((await read()).rateLimit, { perSecond: 0.5 }, 'a refused value changes nothing');
+  const unknown = await catalog('webhooks', 'rate-limit', '0190b7a2-0000-7000-8000-000000000000', '--clear');
+  assert.equal(unknown.code, 1);
+  assert.match(unknown.stderr, /Webhook "0190b7a2-0000-7000-8000-000000000000" was not found/);
+
+  const cleared = await catalog('webhooks', 'rate-limit', id, '--clear');
+  assert.equal(cleared.code, 0, cleared.stderr);
+  assert.match(cleared.stdout, /: rate limit none; \d+ deliver(y|ies) pending\.$/m);
+  assert.equal((await read()).rateLimit, null);
+  // Each change is the operator's in the catalog's audit log, with the pace before and after.
+  const audit = await catalog('audit', '--catalog', tenant.catalogId, '--resource', `webhook:${id}`, '--action', 'webhook.updated', '--json');
+  assert.equal(audit.code, 0, audit.stderr);
+  const entries = audit.stdout.trim().split('\n').map((line) => JSON.parse(line)).reverse();
+  assert.deepEqual(entries.map((e) => [e.actor.kind, e.before.rateLimit, e.after.rateLimit]), [
+    ['cli', { perSecond: 0.01 }, { perSecond: 5, maxInFlight: 2 }],
+    ['cli', { perSecond: 5, maxInFlight: 2 }, { perSecond: 0.5 }],
+    ['cli', { perSecond: 0.5 }, null],
+  ]);
+});
+
 test('console prints the link alone on its last line: the token in its fragment only, redeemable once', async () => {
   await catalog('catalogs', 'create', '--name', 'Console Shop', '--owner-email', 'ops@console.example');
   const result = await catalog('console', '--catalog', 'Console Shop', '--read-only', '--label', 'support ticket 4711');
@@ -216,7 +290,7 @@ test('bad invocations explain themselves and exit non-zero', async () => {
 test('--version, --help on every command, and a command group without its subcommand shows that group only', async () => {
   const version = await catalog('--version');
   assert.deepEqual([version.code, version.stdout], [0, `catalog ${JSON.parse(readFileSync('package.json', 'utf8')).version}\n`]);
-  for (const command of ['serve', 'migrate', 'catalogs', 'keys', 'console', 'import', 'doctor']) {
+  for (const command of ['serve', 'migrate', 'catalogs', 'keys', 'webhooks', 'console', 'import', 'doctor']) {
     const help = await catalog(command, '--help');
     assert.equal(help.code, 0, `${command} --help: ${help.stderr}`);
     assert.match(help.stdout, new RegExp(`^Usage: catalog ${command} `));

@@ -168,16 +168,21 @@ describe('retry ladder', () => {
     assert.equal(receiver.receipts('/elsewhere').length, 0);
   });
 
-  test('Retry-After on 429 and 503 pushes the next attempt back, capped at twice the scheduled delay', async () => {
+  test('a 429 waits its whole Retry-After without using an attempt; a 503 Retry-After moves the retry, capped at twice the scheduled delay', async () => {
     const hook = await subscribe('/busy');
     receiver.script('/busy', [{ status: 429, headers: { 'retry-after': '1' } }, { status: 503, headers: { 'retry-after': '30' } }, { status: 200 }]);
     await emit();
-    await until('success', () => deliveries(hook.id), (d) => d[0]?.status === 'succeeded');
+    const [delivery] = await until('success', () => deliveries(hook.id), (d) => d[0]?.status === 'succeeded');
     const [first, second, third] = on('/busy')(receiver.receipts());
     const gap1 = second!.receivedAt - first!.receivedAt;
     const gap2 = third!.receivedAt - second!.receivedAt;
-    assert.ok(gap1 >= 2 * DELAYS[1]! - 10 && gap1 < 1000, `after 429 with Retry-After: 1 the gap was ${gap1} ms (cap ${2 * DELAYS[1]!})`);
-    assert.ok(gap2 >= 2 * DELAYS[2]! - 10 && gap2 < 1000, `after 503 with Retry-After: 30 the gap was ${gap2} ms (cap ${2 * DELAYS[2]!})`);
+    // The 429 pauses the endpoint from the moment its answer arrives, after the receiver wrote it.
+    assert.ok(gap1 >= 1000, `after 429 with Retry-After: 1 the gap was ${gap1} ms`);
+    // The 503 is the ladder's first attempt: its second comes after at most twice its delay.
+    assert.ok(gap2 >= 2 * DELAYS[1]! - 10 && gap2 < 1000, `after 503 with Retry-After: 30 the gap was ${gap2} ms (cap ${2 * DELAYS[1]!})`);
+    const logged = await detail(hook.id, delivery!.id);
+    assert.equal(logged.attemptCount, 2, 'the 429 is not one of the 8 attempts');
+    assert.deepEqual(logged.attempts.map((a) => [a.attemptNumber, a.statusCode, a.throttled]), [[1, 429, true], [1, 503, false], [2, 200, false]]);
   });
 });
 

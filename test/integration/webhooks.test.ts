@@ -294,7 +294,7 @@ describe('delivery', () => {
     assert.equal(detail?.nextAttemptAt, null);
     assert.equal(detail?.attempts.length, 1);
     assert.deepEqual({ ...detail!.attempts[0], durationMs: 0, startedAt: '' },
-      { attemptNumber: 1, statusCode: 200, error: null, responseBodyExcerpt: 'ok', durationMs: 0, startedAt: '' });
+      { attemptNumber: 1, statusCode: 200, error: null, responseBodyExcerpt: 'ok', durationMs: 0, startedAt: '', throttled: false });
     const succeeded = await client.listWebhookDeliveries(hook.id, { status: 'succeeded' }, api(alice));
     const exhausted = await client.listWebhookDeliveries(hook.id, { status: 'exhausted' }, api(alice));
     if (succeeded.status === 200) assert.equal(succeeded.data.data.deliveries.length, 1);

@@ -16,6 +16,10 @@ export const Webhook = defineEntity({
     // The filter compiled (jsonpath text); the fan-out alone reads it, in SQL.
     filterPath: p.text().columnType('jsonpath').nullable(),
     ordered: p.boolean().default(false),
+    // The pace the owner set (deliveries a second, attempts in flight); the schedule's own state
+    // (pace_at, paused_until, consecutive_429) is SQL-only, in delivery-store.ts.
+    ratePerSecond: p.float().columnType('double precision').nullable(),
+    maxInFlight: p.integer().nullable(),
     status: p.enum(['active', 'disabled'] as const),
     secret: p.text(),
     previousSecret: p.text().nullable(),
