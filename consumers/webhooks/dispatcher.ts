@@ -5,6 +5,7 @@ import type { Span } from '../../platform/tracing.ts';
 import { randomUUID } from 'node:crypto';
 import { claimDueDeliveries, settleAttempts } from '../../domain/webhooks/delivery-queue.ts';
 import { DELIVERY_CHANNEL, nextDueAt } from '../../domain/webhooks/delivery-store.ts';
+import { catchUp, SEND_AHEAD_S } from '../../domain/webhooks/pacing.ts';
 import type { ClaimedDelivery, Completion } from '../../domain/webhooks/delivery-store.ts';
 import { nextAttemptDelay } from '../../domain/webhooks/retry-schedule.ts';
 import { createSender } from '../../domain/webhooks/send-delivery.ts';
@@ -16,6 +17,7 @@ import type { ChannelListener } from '../../platform/db/connections.ts';
 import type { Db } from '../../platform/db/sql.ts';
 import type { Logger } from '../../platform/log/logger.ts';
 import { endpointPauses } from './endpoint-pauses.ts';
+import { sendPacer } from './send-pacer.ts';
 import { createSignedSend } from './signed-send.ts';
 
 export interface DispatcherOptions {
@@ -59,6 +61,9 @@ const FLUSH_DELAY_MS = 5;
 // A paced webhook's slots fall due a few ms apart: a claim for each would cost Postgres more than
 // the deliveries it claims, so the loop waits at least this long between claims that found room.
 const CLAIM_GAP_MS = 20;
+// A paced webhook whose claimed deliveries go out this long after their slots has fallen behind:
+// its waiting slots move later (pacing.ts, catchUp). Well above a claim's usual delay.
+const CATCH_UP_AFTER_MS = SEND_AHEAD_S * 1000;
 
 export function createDispatcher(options: DispatcherOptions): Dispatcher {
   const { config, db } = options;
@@ -90,6 +95,8 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
   // This process sends nothing more to an endpoint from the moment its 429 arrives.
   const pauses = endpointPauses();
   const send = createSignedSend(sender, log, pauses.onStatus);
+  const pacer = sendPacer();
+  const catchingUp = new Set<string>();
 
   const poke = () => {
     woken = true;
@@ -160,6 +167,23 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
     return flushing;
   }
 
+  /** A paced delivery waits for its turn: its send time from the claim, and its rate in this process. */
+  async function turn(delivery: ClaimedDelivery, claimedAt: number): Promise<void> {
+    if (delivery.pace) await pacer.turn(delivery.webhookId, delivery.pace.perSecond, claimedAt + delivery.pace.sendInMs);
+  }
+
+  /** Paced webhooks whose claimed deliveries go out well after their slots catch up, one at a time each here. */
+  function catchUpLate(claimed: readonly ClaimedDelivery[]): void {
+    const late = new Set(claimed.filter((d) => d.pace && d.pace.lateMs > CATCH_UP_AFTER_MS).map((d) => d.webhookId));
+    for (const webhookId of late) {
+      if (catchingUp.has(webhookId)) continue;
+      catchingUp.add(webhookId);
+      void detached(() => catchUp(db, webhookId, CATCH_UP_AFTER_MS))
+        .catch((error: unknown) => log.warn({ err: error, webhookId }, 'moving a late paced webhook\'s slots failed; the next late claim tries again'))
+        .finally(() => catchingUp.delete(webhookId));
+    }
+  }
+
   // Each attempt is a client span in the trace of the change that caused the event; the receiver
   // gets its context in `traceparent`.
   const attempt = (delivery: ClaimedDelivery): Promise<void> => inSpan('webhook attempt', {
@@ -197,10 +221,10 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
     flushSoon();
   }
 
-  function launch(delivery: ClaimedDelivery, reserved = false): void {
+  function launch(delivery: ClaimedDelivery, reserved = false, claimedAt = Date.now()): void {
     if (!reserved) inFlight += 1;
     inFlightByWebhook.set(delivery.webhookId, (inFlightByWebhook.get(delivery.webhookId) ?? 0) + 1);
-    const task = attempt(delivery)
+    const task = turn(delivery, claimedAt).then(() => attempt(delivery))
       .catch((error: unknown) => log.error({ err: error, deliveryId: delivery.id }, 'delivery attempt crashed; its lease will expire'))
       .finally(() => {
         inFlight -= 1;
@@ -231,7 +255,9 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
         stats.claimMs += Math.round(performance.now() - claiming);
         backoff = 0;
         stats.claimed += claimed.length;
-        for (const delivery of claimed) launch(delivery);
+        const claimedAt = Date.now();
+        for (const delivery of claimed) launch(delivery, false, claimedAt);
+        catchUpLate(claimed);
         if (claimed.length === room) continue;
         // Nothing more due now: sleep until the next scheduled attempt, a NOTIFY or a free slot;
         // at least CLAIM_GAP_MS, so paced deliveries due a few ms apart are claimed a batch at a time.

@@ -5,7 +5,7 @@ import { query } from '../../platform/db/sql.ts';
 import { claimDue, heldBack, pauseWaiting, settle } from './delivery-store.ts';
 import type { ClaimedDelivery, Completion } from './delivery-store.ts';
 import { countExhausted } from './disabling.ts';
-import { CAPPED_ELSEWHERE, holdBack } from './pacing.ts';
+import { LIMITED_ELSEWHERE, holdBack } from './pacing.ts';
 
 /**
  * The first statement of every claim and settle transaction. Claims and settlements are
@@ -21,7 +21,8 @@ const DISPATCH_SETTINGS = 'SET LOCAL synchronous_commit = off; SET LOCAL enable_
 /**
  * Claims up to `limit` due deliveries of active webhooks, each under a lease of `leaseMs` (see
  * `claimDue`), skipping the webhooks that already have all the attempts in flight they may (in
- * this process, `skipWebhooks`; in the fleet, their `maxInFlight`) and those a 429 paused. Their
+ * this process, `skipWebhooks`; in the fleet, their `maxInFlight`), those a 429 paused and the
+ * paced ones with no send time free, and those another process is claiming right now. Their
  * secrets are opened with `secrets`.
  */
 export function claimDueDeliveries(
@@ -29,7 +30,7 @@ export function claimDueDeliveries(
 ): Promise<ClaimedDelivery[]> {
   return db.transactional(async (tx) => {
     await query(tx, DISPATCH_SETTINGS);
-    const elsewhere = await query<{ id: string }>(tx, CAPPED_ELSEWHERE);
+    const elsewhere = await query<{ id: string }>(tx, LIMITED_ELSEWHERE);
     return claimDue(tx, secrets, elsewhere.length === 0 ? options : { ...options, skipWebhooks: [...options.skipWebhooks, ...elsewhere.map((r) => r.id)] });
   });
 }

@@ -6,7 +6,7 @@ import type { SecretBox } from '../../platform/crypto/secret-box.ts';
 import { query } from '../../platform/db/sql.ts';
 import type { Db } from '../../platform/db/sql.ts';
 import { NOT_HELD_BACK } from './ordered-deliveries.ts';
-import { ADMITTED, CAPPED, ENDPOINT_OPEN, LEASABLE_AT_ONCE, RETRY_SLOTS, SLOT, takeSlots } from './pacing.ts';
+import { ADMITTED, CAPPED, ENDPOINT_OPEN, LEASABLE_AT_ONCE, PACED, RETRY_SLOTS, SLOT, takeSlots } from './pacing.ts';
 import type { HeldBack } from './pacing.ts';
 import type { AttemptOutcome } from './send-delivery.ts';
 import { previousSecretContext, secretContext } from './signing.ts';
@@ -34,6 +34,11 @@ export interface ClaimedDelivery {
   readonly traceparent: string | null;
   /** Delivered in order per resource (ordered-deliveries.ts): settling it may let the next one go. */
   readonly ordered?: boolean;
+  /**
+   * Its webhook's rate: sent `sendInMs` after the claim, at the earliest, and spaced in this
+   * process too; `lateMs`, how long after its slot that is (pacing.ts, `catchUp`).
+   */
+  readonly pace?: { readonly perSecond: number; readonly sendInMs: number; readonly lateMs: number };
 }
 
 // MikroORM's pool hands timestamps over as the server's text, not as Dates.
@@ -127,16 +132,21 @@ export async function insertDeliveries(db: Db, secrets: SecretBox, batch: NewDel
 /**
  * Claims up to `limit` due deliveries of active webhooks. Each gets a lease: next_attempt_at moves
  * to the lease's end, so a worker that dies mid-attempt leaves a row that simply falls due again;
- * the next claim finds the old lease token and logs that attempt as lost.
+ * the next claim finds the old lease token and logs that attempt as lost. A paced webhook's come
+ * with their send times (pacing.ts, PACED).
  */
 export async function claimDue(
   db: Db, secrets: SecretBox, options: { limit: number; leaseMs: number; leaseToken: string; skipWebhooks: readonly string[] },
 ): Promise<ClaimedDelivery[]> {
-  const rows = await query<TargetRow & { id: string; event_id: string; event_type: string; payload: string; attempt_count: number; traceparent: string | null; ordered: boolean }>(db,
+  const rows = await query<TargetRow & {
+    id: string; event_id: string; event_type: string; payload: string; attempt_count: number; traceparent: string | null; ordered: boolean;
+    rate: number | null; send_in_ms: number | null; late_ms: number | null;
+  }>(db,
     // Walks the due index in order and stops at the limit: no condition on another table here,
     // or the planner joins first and sorts every due row (the paused and full webhooks are one
     // array, computed once before the walk).
     `WITH ${CAPPED},
+     ${PACED},
      due AS (
        SELECT d.id, d.webhook_id, d.lease_token IS NOT NULL AS lost, d.next_attempt_at AS lease_end FROM webhook_deliveries d
         WHERE d.status = 'pending' AND d.next_attempt_at <= now()
@@ -162,12 +172,15 @@ export async function claimDue(
        SELECT c.id, c.attempt_count - 1, t.lease_end - $4 * interval '1 millisecond', 0, $5
          FROM claimed c JOIN target t ON t.id = c.id WHERE t.lost)
      SELECT c.id, c.webhook_id, c.event_id, c.event_type, c.payload, c.attempt_count, c.traceparent, c.ordered,
-            w.url, w.secret, w.previous_secret, w.previous_secret_expires_at
-       FROM claimed c JOIN webhooks w ON w.id = c.webhook_id`,
+            w.url, w.secret, w.previous_secret, w.previous_secret_expires_at, w.rate_per_second AS rate,
+            extract(epoch FROM t.send_at - now())::float8 * 1000 AS send_in_ms,
+            CASE WHEN NOT t.lost THEN extract(epoch FROM t.send_at - t.lease_end)::float8 * 1000 END AS late_ms
+       FROM claimed c JOIN target t ON t.id = c.id JOIN webhooks w ON w.id = c.webhook_id`,
     [options.limit, options.skipWebhooks, options.leaseToken, options.leaseMs, LOST_ATTEMPT]);
   return rows.map((row) => ({
     id: row.id, webhookId: row.webhook_id, eventId: row.event_id, eventType: row.event_type, payload: row.payload,
     attemptCount: row.attempt_count, leaseToken: options.leaseToken, traceparent: row.traceparent, ...target(secrets, row), ...(row.ordered ? { ordered: true } : {}),
+    ...(row.rate !== null && row.send_in_ms !== null ? { pace: { perSecond: row.rate, sendInMs: Math.max(0, row.send_in_ms), lateMs: Math.max(0, row.late_ms ?? 0) } } : {}),
   }));
 }
 

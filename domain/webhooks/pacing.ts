@@ -1,7 +1,8 @@
-// A webhook's pace in the schedule (docs/webhooks.md, "Rate limits"): send slots taken from webhooks.pace_at, the claim's pause and in-flight conditions, a 429's pause, and re-spacing on a new limit.
+// A webhook's pace (docs/webhooks.md, "Rate limits"): slots in the schedule from webhooks.pace_at, send times from the claims' own pace, the claim's pause and in-flight conditions, a 429's pause, re-spacing on a new limit and catching up after a stall.
 //
 // The pace lives in Postgres, not in a process: every consumers process of a fleet takes slots
-// from the same row (under its lock), so the limit is the endpoint's whatever the fleet's size.
+// from the same row (under its lock), and send times from the same pace (under the claim's
+// try-lock), so the limit is the endpoint's whatever the fleet's size.
 import { query } from '../../platform/db/sql.ts';
 import type { Db } from '../../platform/db/sql.ts';
 import type { Timestamp } from './delivery-store.ts';
@@ -50,18 +51,26 @@ export const RETRY_SLOTS = `retrying AS (
     retry_slots AS (
       SELECT q.id, p.first_slot + q.k / p.rate * interval '1 second' AS slot FROM queued q JOIN retry_pace p ON p.id = q.webhook_id)`;
 
-// The advisory lock space of capped webhooks' claims ('whcp').
-const CAP_LOCK_SPACE = 0x77686370;
+// The advisory lock space of paced and capped webhooks' claims ('whcp').
+const CLAIM_LOCK_SPACE = 0x77686370;
 
 /**
- * The claim transaction's first statement when a webhook has a cap: takes each capped webhook's
- * lock for the transaction, or names it as claimed by another process right now. Without it two
- * processes' claims, each blind to the other's uncommitted leases, could both fill the room; with
- * it the claim statement that follows sees every lease committed before. Try-locks: a claim never
- * waits for another, it leaves that webhook to it.
+ * How far ahead of now a claim may give a paced webhook's deliveries send times: each claim admits
+ * at most this long's worth (one at least), so deliveries that fell due late (a stalled process,
+ * a slow claim) go out at the pace, not together.
  */
-export const CAPPED_ELSEWHERE = `SELECT id FROM webhooks
-  WHERE max_in_flight IS NOT NULL AND NOT pg_try_advisory_xact_lock(${CAP_LOCK_SPACE}, hashtext(id::text))`;
+export const SEND_AHEAD_S = 0.25;
+
+/**
+ * The claim transaction's first statement when a webhook has a pace or a cap: takes each such
+ * webhook's lock for the transaction, or names it as claimed by another process right now.
+ * Without it two processes' claims, each blind to the other's uncommitted leases and send times,
+ * could both fill the room or take the same send times; with it the claim statement that follows
+ * sees every claim committed before. Try-locks: a claim never waits for another, it leaves that
+ * webhook to it.
+ */
+export const LIMITED_ELSEWHERE = `SELECT id FROM webhooks
+  WHERE (rate_per_second IS NOT NULL OR max_in_flight IS NOT NULL) AND NOT pg_try_advisory_xact_lock(${CLAIM_LOCK_SPACE}, hashtext(id::text))`;
 
 /** The claim's first CTE: each capped webhook's room, its cap less its live leases (a dead worker's expired lease is not in flight). */
 export const CAPPED = `capped AS (
@@ -69,16 +78,66 @@ export const CAPPED = `capped AS (
                                          AND l.lease_token IS NOT NULL AND l.next_attempt_at > now())::int AS room
          FROM webhooks w WHERE w.max_in_flight IS NOT NULL)`;
 
-/** SQL over a delivery `d` in the claim's walk: its webhook is neither paused by a 429 nor full (one array, computed once). */
-export const ENDPOINT_OPEN = `NOT (d.webhook_id = ANY(ARRAY(SELECT w.id FROM webhooks w WHERE w.paused_until > now()
-                                        UNION ALL SELECT c.id FROM capped c WHERE c.room <= 0)))`;
+/**
+ * The claim's second CTE: each paced webhook's send pace (webhook_send_paces, a GCRA over the
+ * claims): `base`, its next send time, not before now; `room`, how many sends fit before
+ * now + SEND_AHEAD_S (one at least when none is promised).
+ */
+export const PACED = `paced AS (
+       SELECT w.id, w.rate_per_second AS rate, greatest(s.send_at, now()) AS base,
+              greatest(1, floor(w.rate_per_second * ${SEND_AHEAD_S}))::int
+                - ceil(extract(epoch FROM greatest(s.send_at, now()) - now())::float8 * w.rate_per_second - 1e-6)::int AS room
+         FROM webhooks w LEFT JOIN webhook_send_paces s ON s.webhook_id = w.id WHERE w.rate_per_second IS NOT NULL)`;
 
-/** The claim's due rows a capped webhook has room for, in due order; the rest stay pending (locked until the claim commits). */
+/** SQL over a delivery `d` in the claim's walk: its webhook is neither paused by a 429, nor full, nor out of send times (one array, computed once). */
+export const ENDPOINT_OPEN = `NOT (d.webhook_id = ANY(ARRAY(SELECT w.id FROM webhooks w WHERE w.paused_until > now()
+                                        UNION ALL SELECT c.id FROM capped c WHERE c.room <= 0
+                                        UNION ALL SELECT p.id FROM paced p WHERE p.room <= 0)))`;
+
+/**
+ * The claim's due rows a capped webhook has room for and a paced one send times for, in due order
+ * (the rest stay pending, locked until the claim commits); a paced one's `send_at`, one interval
+ * of its rate after the one before, and `send_paces` moving its pace past the last.
+ */
 export const ADMITTED = `admitted AS (
-       SELECT r.id, r.webhook_id, r.lost, r.lease_end
+       SELECT r.id, r.webhook_id, r.lost, r.lease_end, p.base + (r.nth - 1) / p.rate * interval '1 second' AS send_at
          FROM (SELECT due.*, row_number() OVER (PARTITION BY due.webhook_id ORDER BY due.lease_end, due.id) AS nth FROM due) r
          LEFT JOIN capped c ON c.id = r.webhook_id
-        WHERE c.id IS NULL OR r.nth <= c.room)`;
+         LEFT JOIN paced p ON p.id = r.webhook_id
+        WHERE (c.id IS NULL OR r.nth <= c.room) AND (p.id IS NULL OR r.nth <= p.room)),
+     send_paces AS (
+       INSERT INTO webhook_send_paces (webhook_id, send_at)
+       SELECT a.webhook_id, max(a.send_at) + 1 / p.rate * interval '1 second' FROM admitted a JOIN paced p ON p.id = a.webhook_id
+        GROUP BY a.webhook_id, p.rate
+       ON CONFLICT (webhook_id) DO UPDATE SET send_at = excluded.send_at)`;
+
+/**
+ * A paced webhook whose claimed deliveries went out well after their slots (its sends fell behind:
+ * a stalled process, or a pause of the fleet) moves its waiting deliveries' slots, and the pace
+ * the fan-out continues from, later by how far behind it is: its earliest waiting slot, before its
+ * next send time, by more than `minLagMs`. Without it the slots passed meanwhile would stay at the
+ * head of the due index, each claim walking past them and locking them to admit a few, and the
+ * deliveries due behind them would wait. Measured under the webhooks row's lock (taken first, as
+ * the fan-out and a 429's pause take it), so the processes that each saw the lag move it once;
+ * rows being claimed or settled right now keep their slots.
+ */
+export async function catchUp(db: Db, webhookId: string, minLagMs: number): Promise<void> {
+  await db.transactional(async (tx) => {
+    const [paced] = await query(tx, 'SELECT 1 FROM webhooks WHERE id = $1 AND rate_per_second IS NOT NULL FOR UPDATE', [webhookId]);
+    if (!paced) return;
+    await query(tx, `WITH behind AS (
+         SELECT greatest(now(), (SELECT send_at FROM webhook_send_paces WHERE webhook_id = $1)) - min(next_attempt_at) AS lag
+           FROM webhook_deliveries WHERE webhook_id = $1 AND status = 'pending' AND lease_token IS NULL AND next_attempt_at IS NOT NULL),
+       moved AS (
+         UPDATE webhook_deliveries d SET next_attempt_at = d.next_attempt_at + b.lag, updated_at = now()
+           FROM behind b
+          WHERE b.lag > $2 * interval '1 millisecond'
+            AND d.id IN (SELECT id FROM webhook_deliveries WHERE webhook_id = $1 AND status = 'pending' AND lease_token IS NULL
+                            AND next_attempt_at IS NOT NULL FOR UPDATE SKIP LOCKED))
+       UPDATE webhooks w SET pace_at = w.pace_at + b.lag FROM behind b WHERE w.id = $1 AND b.lag > $2 * interval '1 millisecond'`,
+    [webhookId, minLagMs]);
+  });
+}
 
 /** A claimed delivery given back without using an attempt of the ladder. */
 export interface HeldBack {
@@ -155,8 +214,8 @@ export async function holdBack(db: Db, held: readonly HeldBack[]): Promise<Map<s
 /**
  * After the owner set, changed or cleared the webhook's rate (in their transaction, the row
  * locked): its waiting deliveries (pending, not in flight, not paused by a disable) take slots of
- * the new pace from now (or the pause's end), in the order they were due; without a rate they are
- * all due now. The caller wakes the dispatchers.
+ * the new pace from now (or the pause's end), in the order they were due, and its send pace starts
+ * afresh; without a rate they are all due now. The caller wakes the dispatchers.
  */
 export async function respaceWaiting(db: Db, webhookId: string): Promise<void> {
   await query(db, `WITH w AS (
@@ -170,7 +229,9 @@ export async function respaceWaiting(db: Db, webhookId: string): Promise<void> {
          FROM waiting m, w WHERE d.id = m.id),
      paced AS (
        UPDATE webhooks x SET pace_at = CASE WHEN w.rate IS NULL THEN NULL ELSE w.base + (SELECT count(*) FROM waiting) / w.rate * interval '1 second' END
-         FROM w WHERE x.id = w.id)
+         FROM w WHERE x.id = w.id),
+     restarted AS (
+       DELETE FROM webhook_send_paces WHERE webhook_id = $1)
      SELECT 1`, [webhookId]);
 }
 

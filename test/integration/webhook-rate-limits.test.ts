@@ -1,4 +1,4 @@
-// A webhook's rate limit over real HTTP: the API's rateLimit and backlog, the backlog in /metrics, a pace held below a receiver's own limit (also by two consumers processes), a receiver's 429 pausing its endpoint without using attempts, and ordering and filters under a pace.
+// A webhook's rate limit over real HTTP: the API's rateLimit and backlog, the backlog in /metrics, a pace held below a receiver's own limit (also by two consumers processes, and after they stalled), a receiver's 429 pausing its endpoint without using attempts, and ordering and filters under a pace.
 import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
 import { after, before, beforeEach, test } from 'node:test';
@@ -27,6 +27,8 @@ const RECEIVER_RATE = 150;
 const DELAYS = [0, 50, 50, 50, 50, 50, 50, 50];
 // A pace's share of error: the achieved rate must be within 10 % of the set one.
 const TOLERANCE = 0.1;
+// How long the fleet stalls in the two-process test: past SEND_AHEAD_S many times over.
+const STALL_MS = 2000;
 // What the receiver answers above its limit.
 const RETRY_AFTER_S = 1;
 // How long a test may wait for its deliveries: their time at the pace, doubled, and a margin for a
@@ -90,10 +92,10 @@ function limitedReceiver(path: string, perSecond: number, retryAfter: string | u
   return {
     answers,
     delivered: () => new Set(answers.filter((a) => a.status === 200).map((a) => a.eventId)),
-    /** Deliveries a second between the first and the last delivered. */
-    rate() {
+    /** Deliveries a second between the first and the last delivered, less `stalledMs` when nothing could be sent. */
+    rate(stalledMs = 0) {
       const ok = answers.filter((a) => a.status === 200);
-      return (ok.length - 1) / ((ok.at(-1)!.at - ok[0]!.at) / 1000);
+      return (ok.length - 1) / ((ok.at(-1)!.at - ok[0]!.at - stalledMs) / 1000);
     },
   };
 }
@@ -239,34 +241,50 @@ test('a 429 without Retry-After pauses the endpoint for a second, and the delive
   assert.deepEqual(detail.attempts.map((a) => [a.attemptNumber, a.statusCode, a.throttled]), [[1, 429, true], [1, 200, false]]);
 });
 
-test('a paced endpoint\'s backlog does not slow another endpoint\'s deliveries of the same events', async () => {
-  const slowRate = 20;
-  const count = 300;
+test('a paced endpoint\'s backlog does not slow another endpoint\'s deliveries of the same events, also once a stall left it behind', async () => {
+  const slowRate = 200;
+  const count = 3000;
   const slow = await subscribe('/slow', { rateLimit: { perSecond: slowRate } });
-  await subscribe('/fast');
   await emit(count, 'SIDE');
   const on = (path: string) => (all: Receipt[]) => all.filter((r) => r.path === path).length;
-  await receiver.waitFor('the unpaced endpoint\'s deliveries', (all) => on('/fast')(all) >= count, deliveredWithin(count, slowRate) / 2);
+  await receiver.waitFor('a tenth of the paced deliveries', (all) => on('/slow')(all) >= count / 10, deliveredWithin(count, slowRate));
+  // The process stalls while the paced endpoint's slots pass: hundreds are overdue when it runs
+  // again, ahead of every delivery that falls due after them.
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, STALL_MS);
+  // Ordered: its deliveries go through the claim's walk (an unordered one's are sent as they are
+  // created), behind those overdue ones.
+  await subscribe('/fast', { ordered: true });
+  const more = 300;
+  await emit(more, 'SIDE-MORE');
+  await receiver.waitFor('the unpaced endpoint\'s deliveries', (all) => on('/fast')(all) >= more, deliveredWithin(count, slowRate));
   const slowSoFar = on('/slow')(receiver.receipts());
-  // The paced one needs count / slowRate = 15 s: it is far from done when the other is.
-  assert.ok(slowSoFar < count / 2, `the paced endpoint had ${slowSoFar} of ${count} when the other had all`);
+  // The paced one needs (count + more) / slowRate = 16.5 s: it is far from done when the other is.
+  assert.ok(slowSoFar < count * 0.8, `the paced endpoint had ${slowSoFar} of ${count + more} when the other had all ${more}`);
   const backlog = expectData(await api.getWebhook(slow.id, opts()), 200).backlog;
   assert.ok(backlog.waiting > 0 && backlog.oldestWaitingSince !== null, `the paced endpoint's backlog: ${JSON.stringify(backlog)}`);
   await api.updateWebhook(slow.id, { rateLimit: null }, opts());
-  await receiver.waitFor('the rest once the limit is cleared', (all) => on('/slow')(all) >= count, 30_000);
+  await receiver.waitFor('the rest once the limit is cleared', (all) => on('/slow')(all) >= count + more, 30_000);
 });
 
-test('the pace holds across two consumers processes: the limit is the endpoint\'s, not each process\'s', async () => {
-  await startConsumersProcess({ file: FILE, databaseUrl: service.databaseUrl, env: ENV, name: 'second consumers', children });
+test('the pace holds across two consumers processes, and after both stalled: the limit is the endpoint\'s, not each process\'s', async () => {
+  const second = await startConsumersProcess({ file: FILE, databaseUrl: service.databaseUrl, env: ENV, name: 'second consumers', children });
   const path = '/fleet';
   const hook = await subscribe(path, { rateLimit: { perSecond: PACE } });
   const limited = limitedReceiver(path, RECEIVER_RATE);
   const count = COUNT / 2;
   await emit(count, 'FLEET');
+  await waitDelivered('a fifth of the deliveries', limited.delivered, count / 5, deliveredWithin(count, PACE));
+  // The whole fleet stalls (this process's consumers and the second's) while slots keep passing:
+  // when it runs again, the deliveries due meanwhile go out at the pace, not together.
+  second.kill('SIGSTOP');
+  const stalledAt = Date.now();
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, STALL_MS);
+  second.kill('SIGCONT');
+  const stalledMs = Date.now() - stalledAt;
   await waitDelivered('every delivery of the fleet', limited.delivered, count, deliveredWithin(count, PACE));
-  const rate = limited.rate();
-  assert.ok(Math.abs(rate - PACE) <= PACE * TOLERANCE, `two processes achieved ${rate.toFixed(1)}/s for a pace of ${PACE}/s`);
-  assert.equal(limited.answers.filter((a) => a.status === 429).length, 0);
+  assert.equal(limited.answers.filter((a) => a.status === 429).length, 0, 'the receiver never had to say 429');
+  const rate = limited.rate(stalledMs);
+  assert.ok(Math.abs(rate - PACE) <= PACE * TOLERANCE, `two processes achieved ${rate.toFixed(1)}/s for a pace of ${PACE}/s (the stall of ${stalledMs} ms aside)`);
   await assertHealthy(hook);
 });
 

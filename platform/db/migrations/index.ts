@@ -29,6 +29,7 @@ import { KeyLimits } from './0026-key-limits.ts';
 import { AuditLog } from './0027-audit-log.ts';
 import { SEALED_SOURCE_URL, sealedSourceUrl } from './0028-sealed-source-url.ts';
 import { WebhookRateLimits } from './0029-webhook-rate-limits.ts';
+import { WebhookSendPaces } from './0030-webhook-send-paces.ts';
 
 const schemaOnly: MigrationObject[] = [
   { name: '0001-initial-schema', class: InitialSchema },
@@ -62,6 +63,7 @@ const afterSealing = (secrets: SecretBox | undefined): MigrationObject[] => [
   { name: '0027-audit-log', class: AuditLog },
   { name: SEALED_SOURCE_URL, class: sealedSourceUrl(secrets) },
   { name: '0029-webhook-rate-limits', class: WebhookRateLimits },
+  { name: '0030-webhook-send-paces', class: WebhookSendPaces },
 ];
 
 /** Every migration, in order; those that seal stored secrets do it with `secrets` (platform/db/orm.ts, `secrets`). */
