@@ -5,7 +5,7 @@ import type { Span } from '../../platform/tracing.ts';
 import { randomUUID } from 'node:crypto';
 import { claimDueDeliveries, settleAttempts } from '../../domain/webhooks/delivery-queue.ts';
 import { DELIVERY_CHANNEL, nextDueAt } from '../../domain/webhooks/delivery-store.ts';
-import { catchUp, SEND_AHEAD_S } from '../../domain/webhooks/pacing.ts';
+import { catchUp, MAKE_UP_S, SEND_AHEAD_S } from '../../domain/webhooks/pacing.ts';
 import type { ClaimedDelivery, Completion } from '../../domain/webhooks/delivery-store.ts';
 import { nextAttemptDelay } from '../../domain/webhooks/retry-schedule.ts';
 import { createSender } from '../../domain/webhooks/send-delivery.ts';
@@ -49,7 +49,7 @@ export interface Dispatcher {
   attemptNow(deliveries: readonly ClaimedDelivery[]): void;
   /** Stops claiming, lets the attempts in flight finish (each ends by its timeout), settles them. */
   stop(): Promise<void>;
-  readonly stats: { claimed: number; succeeded: number; failed: number; flushes: number; claimMs: number; settleMs: number };
+  readonly stats: { claimed: number; succeeded: number; failed: number; flushes: number; claimMs: number; settleMs: number; catchUps: number };
 }
 
 // What a delivery given back unsent (its endpoint paused) records: nothing, as no attempt was made.
@@ -62,8 +62,13 @@ const FLUSH_DELAY_MS = 5;
 // the deliveries it claims, so the loop waits at least this long between claims that found room.
 const CLAIM_GAP_MS = 20;
 // A paced webhook whose claimed deliveries go out this long after their slots has fallen behind:
-// its waiting slots move later (pacing.ts, catchUp). Well above a claim's usual delay.
-const CATCH_UP_AFTER_MS = SEND_AHEAD_S * 1000;
+// its waiting slots move later (pacing.ts, catchUp). Well above a claim's usual delay, even on a
+// busy database.
+const CATCH_UP_AFTER_MS = 2 * (SEND_AHEAD_S + MAKE_UP_S) * 1000;
+// At most once in this long a webhook: moving a large backlog costs the database as much as
+// sending a part of it, so a fleet that stays behind (overloaded, not stalled) is not made
+// slower still by moving it again and again.
+const CATCH_UP_EVERY_MS = 30_000;
 
 export function createDispatcher(options: DispatcherOptions): Dispatcher {
   const { config, db } = options;
@@ -75,7 +80,7 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
   // that dies leaves its deliveries due again once it ends.
   const leaseMs = 2 * config.webhookTimeoutMs + 2000;
   const sender = createSender({ timeoutMs: config.webhookTimeoutMs, allowPrivate: config.outboundAllowPrivate, allowHttp: config.webhookAllowHttp });
-  const stats = { claimed: 0, succeeded: 0, failed: 0, flushes: 0, claimMs: 0, settleMs: 0 };
+  const stats = { claimed: 0, succeeded: 0, failed: 0, flushes: 0, claimMs: 0, settleMs: 0, catchUps: 0 };
 
   let running = false;
   let loop: Promise<void> | undefined;
@@ -96,7 +101,8 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
   const pauses = endpointPauses();
   const send = createSignedSend(sender, log, pauses.onStatus);
   const pacer = sendPacer();
-  const catchingUp = new Set<string>();
+  // When each paced webhook last caught up here.
+  const caughtUpAt = new Map<string, number>();
 
   const poke = () => {
     woken = true;
@@ -172,15 +178,17 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
     if (delivery.pace) await pacer.turn(delivery.webhookId, delivery.pace.perSecond, claimedAt + delivery.pace.sendInMs);
   }
 
-  /** Paced webhooks whose claimed deliveries go out well after their slots catch up, one at a time each here. */
+  /** Paced webhooks whose claimed deliveries go out well after their slots catch up, one at a time each here, and not again soon. */
   function catchUpLate(claimed: readonly ClaimedDelivery[]): void {
     const late = new Set(claimed.filter((d) => d.pace && d.pace.lateMs > CATCH_UP_AFTER_MS).map((d) => d.webhookId));
+    const now = Date.now();
+    for (const [webhookId, at] of caughtUpAt) if (at < now - CATCH_UP_EVERY_MS) caughtUpAt.delete(webhookId);
     for (const webhookId of late) {
-      if (catchingUp.has(webhookId)) continue;
-      catchingUp.add(webhookId);
+      if (caughtUpAt.has(webhookId)) continue;
+      caughtUpAt.set(webhookId, now);
+      stats.catchUps += 1;
       void detached(() => catchUp(db, webhookId, CATCH_UP_AFTER_MS))
-        .catch((error: unknown) => log.warn({ err: error, webhookId }, 'moving a late paced webhook\'s slots failed; the next late claim tries again'))
-        .finally(() => catchingUp.delete(webhookId));
+        .catch((error: unknown) => log.warn({ err: error, webhookId }, 'moving a late paced webhook\'s slots failed'));
     }
   }
 

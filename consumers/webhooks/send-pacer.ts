@@ -1,8 +1,9 @@
 // A paced webhook's sends in one process, one after another at its rate: deliveries claimed before the process stalled go out at the pace when it runs again, not together.
 import { setTimeout as sleep } from 'node:timers/promises';
+import { MAKE_UP_S } from '../../domain/webhooks/pacing.ts';
 
-/** How far a send may fall behind its turn and not move the next one later (timers fire late); a burst after a stall is at most this long's worth. */
-const SLACK_MS = 20;
+/** How far a send may fall behind its turn and not move the next one later (a timer fired late, a short hiccup): a burst after a stall is at most this long's worth. */
+const SLACK_MS = MAKE_UP_S * 1000;
 
 export interface SendPacer {
   /** Resolves when a delivery of the webhook may go: not before `notBefore` (epoch ms), and one interval of `perSecond` after the one before it here. */

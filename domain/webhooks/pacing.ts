@@ -60,6 +60,12 @@ const CLAIM_LOCK_SPACE = 0x77686370;
  * a slow claim) go out at the pace, not together.
  */
 export const SEND_AHEAD_S = 0.25;
+/**
+ * How far behind now a paced webhook's send times may restart: a hiccup of the senders shorter
+ * than this is made up by sending that much at once (the burst a receiver sees at worst), a longer
+ * one is lost to the pace rather than sent in a burst.
+ */
+export const MAKE_UP_S = 0.25;
 
 /**
  * The claim transaction's first statement when a webhook has a pace or a cap: takes each such
@@ -80,14 +86,15 @@ export const CAPPED = `capped AS (
 
 /**
  * The claim's second CTE: each paced webhook's send pace (webhook_send_paces, a GCRA over the
- * claims): `base`, its next send time, not before now; `room`, how many sends fit before
- * now + SEND_AHEAD_S (one at least when none is promised).
+ * claims): `base`, its next send time, at most MAKE_UP_S before now; `room`, how many sends fit
+ * from it to now + SEND_AHEAD_S (one at least when it is not ahead of now).
  */
 export const PACED = `paced AS (
-       SELECT w.id, w.rate_per_second AS rate, greatest(s.send_at, now()) AS base,
-              greatest(1, floor(w.rate_per_second * ${SEND_AHEAD_S}))::int
-                - ceil(extract(epoch FROM greatest(s.send_at, now()) - now())::float8 * w.rate_per_second - 1e-6)::int AS room
-         FROM webhooks w LEFT JOIN webhook_send_paces s ON s.webhook_id = w.id WHERE w.rate_per_second IS NOT NULL)`;
+       SELECT p.id, p.rate, p.base,
+              greatest(CASE WHEN p.base <= now() THEN 1 ELSE 0 END,
+                       floor(extract(epoch FROM now() + ${SEND_AHEAD_S} * interval '1 second' - p.base)::float8 * p.rate + 1e-6))::int AS room
+         FROM (SELECT w.id, w.rate_per_second AS rate, greatest(s.send_at, now() - ${MAKE_UP_S} * interval '1 second') AS base
+                 FROM webhooks w LEFT JOIN webhook_send_paces s ON s.webhook_id = w.id WHERE w.rate_per_second IS NOT NULL) p)`;
 
 /** SQL over a delivery `d` in the claim's walk: its webhook is neither paused by a 429, nor full, nor out of send times (one array, computed once). */
 export const ENDPOINT_OPEN = `NOT (d.webhook_id = ANY(ARRAY(SELECT w.id FROM webhooks w WHERE w.paused_until > now()
