@@ -10,11 +10,15 @@ import type { KafkaClient, RunningConsumer } from '../../platform/kafka/client.t
 import { isId } from '../../platform/ids.ts';
 import { TOPICS } from '../../platform/kafka/topics.ts';
 import type { Logger } from '../../platform/log/logger.ts';
+import { groupCommit } from '../../platform/group-commit.ts';
 import type { Dispatcher } from './dispatcher.ts';
 
 // Slots asked of the dispatcher per event: about one per webhook it reaches; deliveries beyond
 // them go through the schedule like retries do.
 const SLOTS_PER_EVENT = 8;
+// Partitions whose batches are read at once: as many as the events topic has by default
+// (KAFKA_PARTITIONS), their batches sharing inserts.
+const PARTITIONS_AT_ONCE = 12;
 
 export interface FanOutOptions {
   readonly kafka: KafkaClient;
@@ -62,18 +66,47 @@ export function toFanOutRecord(message: KafkaMessage, logger: Logger): FanOutRec
 
 /**
  * Group `<prefix>catalog.webhooks.fan-out`: one per environment, so test runs and environments
- * sharing a broker never rebalance each other. Offsets are committed after each batch's insert
- * commits; a crash re-reads the batch and the unique (webhook, event) pair drops the repeats.
+ * sharing a broker never rebalance each other. The batches of several partitions that arrive
+ * while an insert runs share the next one (a group commit): with a dozen partitions, each fetch
+ * brings a dozen small batches, and an insert each would cost Postgres more than the deliveries.
+ * A partition's offsets are committed after the insert of its batch commits; a crash re-reads the
+ * batch and the unique (webhook, event) pair drops the repeats.
  */
 export async function startFanOut(options: FanOutOptions): Promise<RunningConsumer> {
   const log = options.logger.child({ component: 'webhook-fan-out' });
-  const stats = { batches: 0, events: 0, created: 0, leased: 0, insertMs: 0 };
+  const stats = { batches: 0, inserts: 0, events: 0, created: 0, leased: 0, insertMs: 0 };
+  const { dispatcher } = options;
+  // Throws on a database failure: each batch is then inserted alone, so a failure reaches only its
+  // own partition, which kafkajs retries, nothing committed past it.
+  const insert = groupCommit<readonly FanOutRecord[], void>(async (_key, batches) => {
+    const events = batches.flat();
+    const slots = dispatcher.reserve(events.length * SLOTS_PER_EVENT);
+    try {
+      const inserting = performance.now();
+      const { created, leased } = await createDeliveries(options.db, options.secrets, events, {
+        firstDelayMs: options.firstDelayMs, leaseSlots: slots, leaseMs: dispatcher.leaseMs, leaseToken: randomUUID(),
+      });
+      stats.insertMs += Math.round(performance.now() - inserting);
+      stats.inserts += 1;
+      stats.batches += batches.length;
+      stats.events += events.length;
+      stats.created += created;
+      stats.leased += leased.length;
+      dispatcher.release(slots - leased.length);
+      dispatcher.attemptNow(leased);
+      if (created > 0) log.debug({ batches: batches.length, events: events.length, created, leased: leased.length }, 'deliveries created');
+    } catch (error) {
+      dispatcher.release(slots);
+      throw error;
+    }
+    return batches.map(() => undefined);
+  }, { retryAlone: true, name: 'insert webhook deliveries' });
   const consumer = await options.kafka.runConsumer({
     groupId: `${options.kafka.topicPrefix}catalog.webhooks.fan-out`,
     topics: [TOPICS.events],
     // A new group starts at the beginning; events older than a webhook never reach it anyway.
     fromBeginning: true,
-    partitionsConsumedConcurrently: 3,
+    partitionsConsumedConcurrently: PARTITIONS_AT_ONCE,
     eachBatch: async ({ batch, heartbeat }) => {
       const records = batch.messages.map((m) => toFanOutRecord(m, log)).filter((e): e is FanOutRecord => e !== undefined);
       // A consumer span per traced change (the events of an import batch share one); its
@@ -83,24 +116,9 @@ export async function startFanOut(options: FanOutOptions): Promise<RunningConsum
         attributes: { 'messaging.system': 'kafka', 'messaging.destination.name': batch.topic, ...(count > 1 ? { 'messaging.batch.message_count': count } : {}) },
       }));
       const events = records.map((r, i) => (traceparents[i] ? { ...r, traceparent: traceparents[i] } : r));
-      const { dispatcher } = options;
-      const slots = dispatcher.reserve(events.length * SLOTS_PER_EVENT);
       try {
-        // Throws on a database failure: kafkajs retries the batch, nothing is committed past it.
-        const inserting = performance.now();
-        const { created, leased } = await createDeliveries(options.db, options.secrets, events, {
-          firstDelayMs: options.firstDelayMs, leaseSlots: slots, leaseMs: dispatcher.leaseMs, leaseToken: randomUUID(),
-        });
-        stats.insertMs += Math.round(performance.now() - inserting);
-        stats.batches += 1;
-        stats.events += events.length;
-        stats.created += created;
-        stats.leased += leased.length;
-        dispatcher.release(slots - leased.length);
-        dispatcher.attemptNow(leased);
-        if (created > 0) log.debug({ partition: batch.partition, events: events.length, created, leased: leased.length }, 'deliveries created');
+        await insert('deliveries', events);
       } catch (error) {
-        dispatcher.release(slots);
         for (const span of spans) failSpan(span, (error as Error).message);
         throw error;
       } finally {
