@@ -1,10 +1,9 @@
 // The delivery log as the API reads it (a webhook's deliveries and their attempts), and the retries it starts.
 import type { DeliveryAttempt, DeliveryStatus, EventType, WebhookDelivery } from '../../generated/client.ts';
 import { query, sql } from '../../platform/db/sql.ts';
-import type { Db } from '../../platform/db/sql.ts';
+import type { Db, Timestamp } from '../../platform/db/sql.ts';
 import { afterCursor, encodeCursor, keysetPage } from '../pagination.ts';
 import { DELIVERY_CHANNEL, iso } from './delivery-store.ts';
-import type { Timestamp } from './delivery-store.ts';
 
 interface DeliveryRow {
   id: string; webhook_id: string; event_id: string; event_type: string; status: DeliveryStatus; attempt_count: number;

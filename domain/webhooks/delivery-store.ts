@@ -4,7 +4,7 @@
 import { SecretKeyError } from '../../platform/crypto/secret-box.ts';
 import type { SecretBox } from '../../platform/crypto/secret-box.ts';
 import { query } from '../../platform/db/sql.ts';
-import type { Db } from '../../platform/db/sql.ts';
+import type { Db, Timestamp } from '../../platform/db/sql.ts';
 import { NOT_HELD_BACK } from './ordered-deliveries.ts';
 import { ADMITTED, CAPPED, ENDPOINT_OPEN, LEASABLE_AT_ONCE, PACED, RETRY_SLOTS, SLOT, takeSlots } from './pacing.ts';
 import type { HeldBack } from './pacing.ts';
@@ -41,8 +41,6 @@ export interface ClaimedDelivery {
   readonly pace?: { readonly perSecond: number; readonly sendInMs: number; readonly lateMs: number };
 }
 
-// MikroORM's pool hands timestamps over as the server's text, not as Dates.
-export type Timestamp = Date | string;
 const toDate = (value: Timestamp): Date => (value instanceof Date ? value : new Date(value));
 export const iso = (value: Timestamp): string => toDate(value).toISOString();
 

@@ -4,8 +4,7 @@
 // from the same row (under its lock), and send times from the same pace (under the claim's
 // try-lock), so the limit is the endpoint's whatever the fleet's size.
 import { query } from '../../platform/db/sql.ts';
-import type { Db } from '../../platform/db/sql.ts';
-import type { Timestamp } from './delivery-store.ts';
+import type { Db, Timestamp } from '../../platform/db/sql.ts';
 
 /** A receiver's Retry-After is honoured up to this; past it the endpoint is tried again (and may pause again). */
 export const MAX_PAUSE_MS = 3600_000;

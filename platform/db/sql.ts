@@ -10,6 +10,8 @@ import { inSpan, tracingOn } from '../tracing.ts';
  * transaction helper) the `db` that `fn` receives runs every statement in that transaction.
  */
 export type Db = EntityManager;
+/** A timestamp column as `query` returns it: MikroORM's pool hands timestamps over as the server's text, not as Dates. */
+export type Timestamp = Date | string;
 
 /** Kysely's `sql` tag, for statements built from parts: each part numbers its own parameters. */
 export { sql };
