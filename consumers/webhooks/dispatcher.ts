@@ -5,7 +5,6 @@ import type { Span } from '../../platform/tracing.ts';
 import { randomUUID } from 'node:crypto';
 import { claimDueDeliveries, settleAttempts } from '../../domain/webhooks/delivery-queue.ts';
 import { DELIVERY_CHANNEL, nextDueAt } from '../../domain/webhooks/delivery-store.ts';
-import { catchUp, MAKE_UP_S, SEND_AHEAD_S } from '../../domain/webhooks/pacing.ts';
 import type { ClaimedDelivery, Completion } from '../../domain/webhooks/delivery-store.ts';
 import { nextAttemptDelay } from '../../domain/webhooks/retry-schedule.ts';
 import { createSender } from '../../domain/webhooks/send-delivery.ts';
@@ -17,7 +16,7 @@ import type { ChannelListener } from '../../platform/db/connections.ts';
 import type { Db } from '../../platform/db/sql.ts';
 import type { Logger } from '../../platform/log/logger.ts';
 import { endpointPauses } from './endpoint-pauses.ts';
-import { sendPacer } from './send-pacer.ts';
+import { pacedSends } from './send-pacer.ts';
 import { createSignedSend } from './signed-send.ts';
 
 export interface DispatcherOptions {
@@ -61,14 +60,6 @@ const FLUSH_DELAY_MS = 5;
 // A paced webhook's slots fall due a few ms apart: a claim for each would cost Postgres more than
 // the deliveries it claims, so the loop waits at least this long between claims that found room.
 const CLAIM_GAP_MS = 20;
-// A paced webhook whose claimed deliveries go out this long after their slots has fallen behind:
-// its waiting slots move later (pacing.ts, catchUp). Well above a claim's usual delay, even on a
-// busy database.
-const CATCH_UP_AFTER_MS = 2 * (SEND_AHEAD_S + MAKE_UP_S) * 1000;
-// At most once in this long a webhook: moving a large backlog costs the database as much as
-// sending a part of it, so a fleet that stays behind (overloaded, not stalled) is not made
-// slower still by moving it again and again.
-const CATCH_UP_EVERY_MS = 30_000;
 
 export function createDispatcher(options: DispatcherOptions): Dispatcher {
   const { config, db } = options;
@@ -100,9 +91,7 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
   // This process sends nothing more to an endpoint from the moment its 429 arrives.
   const pauses = endpointPauses();
   const send = createSignedSend(sender, log, pauses.onStatus);
-  const pacer = sendPacer();
-  // When each paced webhook last caught up here.
-  const caughtUpAt = new Map<string, number>();
+  const paced = pacedSends(db, log, stats);
 
   const poke = () => {
     woken = true;
@@ -173,25 +162,6 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
     return flushing;
   }
 
-  /** A paced delivery waits for its turn: its send time from the claim, and its rate in this process. */
-  async function turn(delivery: ClaimedDelivery, claimedAt: number): Promise<void> {
-    if (delivery.pace) await pacer.turn(delivery.webhookId, delivery.pace.perSecond, claimedAt + delivery.pace.sendInMs);
-  }
-
-  /** Paced webhooks whose claimed deliveries go out well after their slots catch up, one at a time each here, and not again soon. */
-  function catchUpLate(claimed: readonly ClaimedDelivery[]): void {
-    const late = new Set(claimed.filter((d) => d.pace && d.pace.lateMs > CATCH_UP_AFTER_MS).map((d) => d.webhookId));
-    const now = Date.now();
-    for (const [webhookId, at] of caughtUpAt) if (at < now - CATCH_UP_EVERY_MS) caughtUpAt.delete(webhookId);
-    for (const webhookId of late) {
-      if (caughtUpAt.has(webhookId)) continue;
-      caughtUpAt.set(webhookId, now);
-      stats.catchUps += 1;
-      void detached(() => catchUp(db, webhookId, CATCH_UP_AFTER_MS))
-        .catch((error: unknown) => log.warn({ err: error, webhookId }, 'moving a late paced webhook\'s slots failed'));
-    }
-  }
-
   // Each attempt is a client span in the trace of the change that caused the event; the receiver
   // gets its context in `traceparent`.
   const attempt = (delivery: ClaimedDelivery): Promise<void> => inSpan('webhook attempt', {
@@ -232,7 +202,7 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
   function launch(delivery: ClaimedDelivery, reserved = false, claimedAt = Date.now()): void {
     if (!reserved) inFlight += 1;
     inFlightByWebhook.set(delivery.webhookId, (inFlightByWebhook.get(delivery.webhookId) ?? 0) + 1);
-    const task = turn(delivery, claimedAt).then(() => attempt(delivery))
+    const task = paced.turn(delivery, claimedAt).then(() => attempt(delivery))
       .catch((error: unknown) => log.error({ err: error, deliveryId: delivery.id }, 'delivery attempt crashed; its lease will expire'))
       .finally(() => {
         inFlight -= 1;
@@ -265,7 +235,7 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
         stats.claimed += claimed.length;
         const claimedAt = Date.now();
         for (const delivery of claimed) launch(delivery, false, claimedAt);
-        catchUpLate(claimed);
+        paced.claimed(claimed);
         if (claimed.length === room) continue;
         // Nothing more due now: sleep until the next scheduled attempt, a NOTIFY or a free slot;
         // at least CLAIM_GAP_MS, so paced deliveries due a few ms apart are claimed a batch at a time.
