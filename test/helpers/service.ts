@@ -37,6 +37,11 @@ export interface TestService {
   newTenant(options?: { scopes?: string[]; tier?: string; name?: string }): Promise<Tenant>;
   /** The JSON lines the service logged so far (at its LOG_LEVEL: none at the default `silent` under Node). */
   logged(): Array<Record<string, unknown>>;
+  /**
+   * Holds the service still for `ms`, as a busy machine does: under Node this whole process
+   * (a test's own servers too), under Deno the service's process alone (SIGSTOP, then SIGCONT).
+   */
+  stall(ms: number): Promise<void>;
   /** Stops the service; the file's topics go with the service that made its database. */
   close(): Promise<void>;
 }
@@ -113,6 +118,7 @@ export async function startTestService(file: string, overrides: Record<string, s
       }, cliActor());
       return { catalogId: catalog.id, keyId: issued.record.id, key: issued.key };
     },
+    stall: (ms) => started.stall(ms),
     async close() {
       await started.stop();
       // Topics are per file and per run: drop them so the shared broker does not pile them up.
@@ -130,6 +136,7 @@ interface Started {
   brokers: readonly string[];
   /** What the service logged so far. */
   log(): string;
+  stall(ms: number): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -148,7 +155,12 @@ async function inProcess(file: string, databaseUrl: string, overrides: Record<st
     while (size > KEEP_LOG_CHARS && kept.length > 1) size -= kept.shift()!.length;
   } };
   const service = await startService(config, createLogger(config.logLevel, sink));
-  return { url: service.url!, opsUrl: service.opsUrl, config, orm: service.orm, brokers: service.kafka.brokers, log: () => kept.join(''), stop: service.close };
+  return { url: service.url!, opsUrl: service.opsUrl, config, orm: service.orm, brokers: service.kafka.brokers, log: () => kept.join(''), stop: service.close,
+    stall(ms) {
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+      return Promise.resolve();
+    },
+  };
 }
 
 // Under Deno the service logs at warn, so that a failing test shows the child's own last words.
@@ -173,6 +185,11 @@ async function childProcess(file: string, databaseUrl: string, overrides: Record
       orm,
       brokers: config.kafkaBrokers ?? [],
       log: () => `${launched.output().stdout}\n${launched.output().stderr}`,
+      async stall(ms) {
+        launched.child.kill('SIGSTOP');
+        await new Promise((done) => setTimeout(done, ms));
+        launched.child.kill('SIGCONT');
+      },
       async stop() {
         const { code, signal } = await launched.stop();
         await orm.close();

@@ -250,7 +250,7 @@ test('a paced endpoint\'s backlog does not slow another endpoint\'s deliveries o
   await receiver.waitFor('a tenth of the paced deliveries', (all) => on('/slow')(all) >= count / 10, deliveredWithin(count, slowRate));
   // The process stalls while the paced endpoint's slots pass: hundreds are overdue when it runs
   // again, ahead of every delivery that falls due after them.
-  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, STALL_MS);
+  await service.stall(STALL_MS);
   // Ordered: its deliveries go through the claim's walk (an unordered one's are sent as they are
   // created), behind those overdue ones.
   await subscribe('/fast', { ordered: true });
@@ -274,11 +274,11 @@ test('the pace holds across two consumers processes, and after both stalled: the
   const count = COUNT / 2;
   await emit(count, 'FLEET');
   await waitDelivered('a fifth of the deliveries', limited.delivered, count / 5, deliveredWithin(count, PACE));
-  // The whole fleet stalls (this process's consumers and the second's) while slots keep passing:
-  // when it runs again, the deliveries due meanwhile go out at the pace, not together.
+  // The whole fleet stalls (the service's consumers and the second process) while slots keep
+  // passing: when it runs again, the deliveries due meanwhile go out at the pace, not together.
   second.kill('SIGSTOP');
   const stalledAt = Date.now();
-  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, STALL_MS);
+  await service.stall(STALL_MS);
   second.kill('SIGCONT');
   const stalledMs = Date.now() - stalledAt;
   await waitDelivered('every delivery of the fleet', limited.delivered, count, deliveredWithin(count, PACE));
